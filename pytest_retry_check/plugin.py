@@ -1,0 +1,1 @@
+"""pytest entry point (``pytest11``) of pytest_retry_check."""
