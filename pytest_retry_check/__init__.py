@@ -1,1 +1,97 @@
-"""pytest_retry_check: a fake clock, a failing downstream and property checks for retry code."""
+"""pytest_retry_check: a fake clock, a failing downstream and property checks for retry code.
+
+Names are imported lazily: pytest loads this package's plugin in every run, and a test suite
+that does not use it should pay nothing for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "FakeClock": "clock",
+    "current_clock": "clock",
+    "Timeline": "timeline",
+    "SleepRecord": "timeline",
+    "RetryGuardTripped": "timeline",
+    "FakeDownstream": "downstream",
+    "Scenario": "downstream",
+    "Outcome": "downstream",
+    "CallRecord": "downstream",
+    "ok": "downstream",
+    "transient": "downstream",
+    "rate_limited": "downstream",
+    "permanent": "downstream",
+    "drop": "downstream",
+    "raises": "downstream",
+    "DownstreamError": "downstream",
+    "DownstreamUnavailable": "downstream",
+    "DownstreamRateLimited": "downstream",
+    "DownstreamPermanentError": "downstream",
+    "DownstreamConnectionDropped": "downstream",
+    "Trace": "trace",
+    "Attempt": "trace",
+    "capture_trace": "trace",
+    "RetryCheckFailed": "assertions",
+    "assert_bounded": "assertions",
+    "assert_backs_off": "assertions",
+    "assert_jittered": "assertions",
+    "assert_honours_retry_after": "assertions",
+    "assert_no_retry_on_permanent": "assertions",
+    "assert_gives_up": "assertions",
+    "assert_succeeded": "assertions",
+    "DeadLetters": "dead_letters",
+    "DeadLetter": "dead_letters",
+}
+
+__all__ = sorted(_EXPORTS) + ["strategies"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "strategies":
+        return importlib.import_module(f"{__name__}.strategies")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return __all__
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs; never executed
+    from .assertions import (  # noqa: F401
+        RetryCheckFailed,
+        assert_backs_off,
+        assert_bounded,
+        assert_gives_up,
+        assert_honours_retry_after,
+        assert_jittered,
+        assert_no_retry_on_permanent,
+        assert_succeeded,
+    )
+    from .clock import FakeClock, current_clock  # noqa: F401
+    from .dead_letters import DeadLetter, DeadLetters  # noqa: F401
+    from .downstream import (  # noqa: F401
+        CallRecord,
+        DownstreamConnectionDropped,
+        DownstreamError,
+        DownstreamPermanentError,
+        DownstreamRateLimited,
+        DownstreamUnavailable,
+        FakeDownstream,
+        Outcome,
+        Scenario,
+        drop,
+        ok,
+        permanent,
+        raises,
+        rate_limited,
+        transient,
+    )
+    from .timeline import RetryGuardTripped, SleepRecord, Timeline  # noqa: F401
+    from .trace import Attempt, Trace, capture_trace  # noqa: F401

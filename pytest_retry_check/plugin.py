@@ -1,1 +1,225 @@
-"""pytest entry point (``pytest11``) of pytest_retry_check."""
+"""pytest entry point (``pytest11``) of pytest_retry_check.
+
+It loads in every pytest run where the package is installed, so it imports nothing heavy and
+patches nothing until a test asks for ``fake_clock``, ``fake_downstream`` or ``dead_letters``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List
+
+import pytest
+
+if TYPE_CHECKING:
+    from .clock import FakeClock
+    from .dead_letters import DeadLetters
+    from .downstream import FakeDownstream
+
+FIXTURES = ("fake_clock", "fake_downstream", "dead_letters")
+_CALL_REPORT = pytest.StashKey[Any]()
+
+_INI = {
+    "retry_check_max_sleeps": ("sleeps after which the fake clock's guard fails the test (forever-retry)", "1000"),
+    "retry_check_max_virtual_time": ("virtual seconds after which the fake clock's guard fails the test", str(30 * 24 * 3600)),
+    "retry_check_max_calls": ("calls after which a fake downstream's guard fails the test", "10000"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    for name, (help_text, default) in _INI.items():
+        parser.addini(name, help_text, default=default)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "fake_clock(start=None, max_sleeps=1000, max_virtual_time=2592000, seed=None, io_grace=0.002): "
+        "settings of the fake_clock fixture (pytest_retry_check)",
+    )
+
+
+def _ini_number(config: pytest.Config, name: str, kind: Callable[[str], Any]) -> Any:
+    raw = config.getini(name)
+    try:
+        return kind(str(raw).strip())
+    except ValueError:
+        raise pytest.UsageError(f"ini option {name} = {raw!r} is not a {'whole number' if kind is int else 'number'}") from None
+
+
+def _clock_settings(request: pytest.FixtureRequest) -> Dict[str, Any]:
+    settings: Dict[str, Any] = {
+        "max_sleeps": _ini_number(request.config, "retry_check_max_sleeps", int),
+        "max_virtual_time": _ini_number(request.config, "retry_check_max_virtual_time", float),
+    }
+    marker = request.node.get_closest_marker("fake_clock")
+    if marker is not None:
+        if marker.args:
+            pytest.fail("@pytest.mark.fake_clock takes keyword arguments only, e.g. fake_clock(max_sleeps=50)", pytrace=False)
+        settings.update(marker.kwargs)
+    return settings
+
+
+@pytest.fixture
+def fake_clock(request: pytest.FixtureRequest) -> Generator["FakeClock", None, None]:
+    """Virtual time for this test: sleeps return at once and are recorded; a forever-retry
+    fails fast. Configure with ``@pytest.mark.fake_clock(...)``."""
+    from .clock import FakeClock
+
+    try:
+        clock = FakeClock(**_clock_settings(request))
+    except (TypeError, ValueError) as exc:
+        pytest.fail(f"fake_clock: {exc}", pytrace=False)
+    clock.start()
+    try:
+        yield clock
+    finally:
+        clock.stop()
+    report = request.node.stash.get(_CALL_REPORT, None)
+    if clock.tripped is not None and report is not None and report.passed:
+        pytest.fail(f"the retry guard tripped but the code under test swallowed it:\n{clock.tripped}", pytrace=False)
+
+
+class DownstreamFactory:
+    """What the ``fake_downstream`` fixture gives: call it with a script to get a
+    :class:`~pytest_retry_check.downstream.FakeDownstream`; all are closed after the test."""
+
+    def __init__(self, clock: "FakeClock", max_calls: int) -> None:
+        self.clock = clock
+        self.max_calls = max_calls
+        self.made: List["FakeDownstream"] = []
+
+    def __call__(self, scenario: Any = None, **script: Any) -> "FakeDownstream":
+        __tracebackhide__ = True
+        from .downstream import FakeDownstream
+
+        script.setdefault("max_calls", self.max_calls)
+        downstream = FakeDownstream(scenario, clock=self.clock, **script)
+        self.made.append(downstream)
+        return downstream
+
+    def close(self) -> None:
+        while self.made:
+            self.made.pop().close()
+
+
+@pytest.fixture
+def fake_downstream(fake_clock: "FakeClock", request: pytest.FixtureRequest) -> Generator[DownstreamFactory, None, None]:
+    """A factory of scripted failing downstreams (callable, async and HTTP) on the fake clock:
+    ``ds = fake_downstream(fail_first=2)``."""
+    factory = DownstreamFactory(fake_clock, _ini_number(request.config, "retry_check_max_calls", int))
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+@pytest.fixture
+def dead_letters() -> Generator["DeadLetters", None, None]:
+    """A dead-letter queue capture: pass it to the code as its DLQ, or ``dead_letters.patch(...)``."""
+    from .dead_letters import DeadLetters
+
+    capture = DeadLetters()
+    try:
+        yield capture
+    finally:
+        capture.restore()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
+    report = yield
+    if report.when == "call" and any(name in getattr(item, "funcargs", {}) for name in FIXTURES):
+        item.stash[_CALL_REPORT] = report
+    return report
+
+
+# -- hypothesis: a fresh clock, downstreams and dead letters for every example --------------
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    funcargs = getattr(item, "funcargs", {})
+    test = getattr(item, "obj", None)
+    ours = [name for name in FIXTURES if name in funcargs]
+    if not ours or not getattr(test, "is_hypothesis_test", False) or not hasattr(test, "hypothesis"):
+        return (yield)
+    undo = _reset_per_example(item, test, {name: funcargs[name] for name in ours})
+    try:
+        return (yield)
+    finally:
+        undo()
+
+
+def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> Callable[[], None]:
+    from .timeline import RetryGuardTripped
+
+    def reset() -> None:
+        if "fake_downstream" in values:
+            values["fake_downstream"].close()
+        if "dead_letters" in values:
+            values["dead_letters"].clear()
+        values["fake_clock"].reset()
+
+    def fail_instead(exc: RetryGuardTripped) -> None:
+        # Hypothesis only shrinks failures it can catch; the guard is a BaseException.
+        pytest.fail(str(exc), pytrace=False)
+
+    inner = test.hypothesis.inner_test
+    if inspect.iscoroutinefunction(inner):
+
+        @functools.wraps(inner)
+        async def per_example(*args: Any, **kwargs: Any) -> Any:
+            reset()
+            try:
+                return await inner(*args, **kwargs)
+            except RetryGuardTripped as exc:
+                fail_instead(exc)
+
+    else:
+
+        @functools.wraps(inner)
+        def per_example(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            reset()
+            try:
+                return inner(*args, **kwargs)
+            except RetryGuardTripped as exc:
+                fail_instead(exc)
+
+    test.hypothesis.inner_test = per_example
+    undo_settings = _allow_our_function_scoped_fixtures(item, test)
+
+    def undo() -> None:
+        test.hypothesis.inner_test = inner
+        undo_settings()
+
+    return undo
+
+
+def _allow_our_function_scoped_fixtures(item: pytest.Item, test: Any) -> Callable[[], None]:
+    """Our fixtures are reset per example, so hypothesis' function_scoped_fixture health check
+    does not apply to them; suppress it only when no *other* function-scoped fixture is used."""
+    from hypothesis import HealthCheck, settings
+
+    try:
+        params = inspect.signature(item.function).parameters  # type: ignore[attr-defined]
+        defs = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return lambda: None
+    for name in params:
+        if name not in FIXTURES and name in defs and defs[name] and defs[name][-1].scope == "function":
+            return lambda: None
+    target = getattr(test, "__func__", test)
+    missing = object()
+    previous = target.__dict__.get("_hypothesis_internal_use_settings", missing)
+    current = getattr(target, "_hypothesis_internal_use_settings", settings.default)
+    target._hypothesis_internal_use_settings = settings(
+        parent=current, suppress_health_check=set(current.suppress_health_check) | {HealthCheck.function_scoped_fixture}
+    )
+
+    def undo() -> None:
+        if previous is missing:
+            target.__dict__.pop("_hypothesis_internal_use_settings", None)
+        else:
+            target._hypothesis_internal_use_settings = previous
+
+    return undo

@@ -1,0 +1,359 @@
+"""The fake clock: a :class:`~pytest_retry_check.timeline.Timeline` wired into the process.
+
+While a :class:`FakeClock` is active:
+
+- freezegun makes ``time.time/monotonic/perf_counter`` and ``datetime`` read the virtual time;
+- ``time.sleep`` (and every module-level alias such as redis-py's ``from time import sleep``)
+  advances virtual time instead of blocking, and is recorded;
+- ``asyncio.sleep`` is recorded and asyncio loops jump to their next timer when idle
+  (see :mod:`pytest_retry_check.asyncio_loop`);
+- ``threading.Event.wait(timeout)`` on an unset event is a virtual sleep (the usual
+  "interruptible sleep" of a retry loop).
+
+Everything is restored on ``stop()``. Clocks nest; the innermost one is the one that moves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import random
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
+
+from .timeline import (
+    DEFAULT_MAX_SLEEPS,
+    DEFAULT_MAX_VIRTUAL_TIME,
+    StartLike,
+    Timeline,
+)
+
+__all__ = ["FakeClock", "current_clock", "real_monotonic", "real_sleep"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Captured at import, before any patching: our own plumbing must use real time.
+real_sleep = time.sleep
+real_monotonic = time.monotonic
+_real_asyncio_sleep = asyncio.sleep
+_real_event_wait = threading.Event.wait
+
+# Callers in these modules keep real time: test runners and hypothesis time themselves
+# (hypothesis' deadline reads perf_counter), and xdist's transport must not be fast-forwarded.
+IGNORED_MODULES: Tuple[str, ...] = (
+    "_pytest",
+    "pytest_retry_check",
+    "pluggy",
+    "execnet",
+    "xdist",
+    "hypothesis",
+    "_hypothesis",
+    "threading",
+    "queue",
+    "concurrent",
+    "selectors",
+    "socketserver",
+    "coverage",
+    "pydevd",
+)
+
+_active: List["FakeClock"] = []
+_state_lock = threading.RLock()
+_patches: Optional["_ProcessPatches"] = None
+_local = threading.local()
+
+
+def current_clock() -> Optional["FakeClock"]:
+    """The innermost active fake clock, or None."""
+    return _active[-1] if _active else None
+
+
+def _caller_ignored(depth: int) -> bool:
+    """True when the frame ``depth`` levels above the caller must keep real time."""
+    if getattr(_local, "real", 0):
+        return True
+    try:
+        name = sys._getframe(depth + 1).f_globals.get("__name__") or ""
+    except ValueError:
+        return False
+    return name.startswith(IGNORED_MODULES)
+
+
+def _fake_sleep(seconds: float) -> None:
+    clock = current_clock()
+    if clock is None or _caller_ignored(1):
+        return real_sleep(seconds)
+    clock.sleep(seconds, kind="time.sleep", _depth=2)
+
+
+def _fake_asyncio_sleep(delay: float, result: Any = None) -> Any:
+    # A plain function returning the real coroutine: the caller's frame is exact, and the
+    # virtual loop does the waiting. Zero sleeps are cooperative yields (anyio, httpx), not retries.
+    clock = current_clock()
+    if clock is not None and not _caller_ignored(1):
+        if not isinstance(delay, bool) and isinstance(delay, (int, float)) and delay > 0:
+            clock.sleep(delay, kind="asyncio.sleep", advance=False, _depth=2)
+    return _real_asyncio_sleep(delay, result)
+
+
+def _fake_event_wait(self: threading.Event, timeout: Optional[float] = None) -> bool:
+    clock = current_clock()
+    if clock is None or timeout is None or timeout <= 0 or self.is_set() or _caller_ignored(1):
+        return _real_event_wait(self, timeout)
+    clock.sleep(timeout, kind="Event.wait", _depth=2)
+    return self.is_set()
+
+
+_fake_sleep.__wrapped__ = real_sleep  # type: ignore[attr-defined]
+_fake_asyncio_sleep.__wrapped__ = _real_asyncio_sleep  # type: ignore[attr-defined]
+
+_FAKES = {id(real_sleep): (real_sleep, _fake_sleep), id(_real_asyncio_sleep): (_real_asyncio_sleep, _fake_asyncio_sleep)}
+_REALS_BY_FAKE = {id(fake): real for real, fake in _FAKES.values()}
+
+# module name -> (id(module), len(module dict), names bound to a real sleep): avoids re-reading
+# every attribute of ~1,000 modules on each activation.
+_alias_cache: Dict[str, Tuple[int, int, Tuple[str, ...]]] = {}
+
+
+def _module_dicts() -> Iterator[Tuple[str, Dict[str, Any], Any]]:
+    for name, module in list(sys.modules.items()):
+        if module is None or name.startswith(IGNORED_MODULES):
+            continue
+        try:
+            namespace = vars(module)
+        except TypeError:
+            continue
+        yield name, namespace, module
+
+
+def _sleep_aliases(name: str, namespace: Dict[str, Any], module: Any) -> Tuple[str, ...]:
+    key = (id(module), len(namespace))
+    cached = _alias_cache.get(name)
+    if cached is not None and cached[:2] == key:
+        return cached[2]
+    found = tuple(attr for attr, value in list(namespace.items()) if id(value) in _FAKES and _FAKES[id(value)][0] is value)
+    _alias_cache[name] = (key[0], key[1], found)
+    return found
+
+
+class _ProcessPatches:
+    """The process-wide patches, installed by the outermost clock and undone by it."""
+
+    def __init__(self) -> None:
+        self.undo: List[Tuple[Any, str, Any]] = []
+        self.modules_at_start = set(sys.modules)
+        self._freezegun_limit: Any = None
+
+    def install(self) -> None:
+        import freezegun.api
+
+        # freezegun looks 5 frames up for an ignored module, so anything *called by* hypothesis
+        # (the test body!) would read real time. Only the direct caller should decide.
+        self._freezegun_limit = freezegun.api.call_stack_inspection_limit
+        freezegun.api.call_stack_inspection_limit = 1
+        for name, namespace, module in _module_dicts():
+            for attr in _sleep_aliases(name, namespace, module):
+                value = namespace.get(attr)
+                if value is not None and id(value) in _FAKES:
+                    namespace[attr] = _FAKES[id(value)][1]
+                    self.undo.append((namespace, attr, value))
+        self.undo.append((threading.Event, "wait", _real_event_wait))
+        threading.Event.wait = _fake_event_wait  # type: ignore[method-assign]
+        from . import asyncio_loop
+
+        self.undo.extend(asyncio_loop.install())
+
+    def uninstall(self) -> None:
+        import freezegun.api
+
+        for target, attr, original in reversed(self.undo):
+            if isinstance(target, dict):
+                target[attr] = original
+            else:
+                setattr(target, attr, original)
+        self.undo = []
+        # Modules imported while the clock ran bound our fakes (``from time import sleep``).
+        for name in set(sys.modules) - self.modules_at_start:
+            module = sys.modules.get(name)
+            if module is None:
+                continue
+            try:
+                namespace = vars(module)
+            except TypeError:
+                continue
+            for attr, value in list(namespace.items()):
+                real = _REALS_BY_FAKE.get(id(value))
+                if real is not None:
+                    namespace[attr] = real
+        freezegun.api.call_stack_inspection_limit = self._freezegun_limit
+
+
+class FakeClock(Timeline):
+    """Virtual time for the whole process while active.
+
+    Use as the ``fake_clock`` fixture, as a context manager (``with FakeClock() as clock:``)
+    or as a decorator (``@FakeClock(max_sleeps=50)``; each call gets a fresh clock).
+
+    ``start``: the virtual wall-clock start (datetime, ISO string or epoch seconds; default
+    2026-01-01T00:00:00Z). ``max_sleeps``/``max_virtual_time``: the forever-retry guard.
+    ``seed``: seed ``random`` while active (restored on exit) for reproducible jitter.
+    ``io_grace``: real seconds an idle asyncio loop with open sockets waits for I/O before it
+    jumps to its next timer.
+    """
+
+    def __init__(
+        self,
+        start: StartLike = None,
+        *,
+        max_sleeps: int = DEFAULT_MAX_SLEEPS,
+        max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
+        seed: Optional[int] = None,
+        io_grace: float = 0.002,
+        io_wait_limit: float = 10.0,
+    ) -> None:
+        super().__init__(start, max_sleeps=max_sleeps, max_virtual_time=max_virtual_time)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"seed must be an int or None, not {seed!r}")
+        for name, value in (("io_grace", io_grace), ("io_wait_limit", io_wait_limit)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 3600:
+                raise ValueError(f"{name} must be a number of real seconds (0 to 3600), got {value!r}")
+        self.seed = seed
+        self.io_grace = float(io_grace)
+        self.io_wait_limit = float(io_wait_limit)
+        self._freezer: Any = None
+        self._factory: Any = None
+        self._random_state: Any = None
+        self._busy_probes: List[Callable[[], bool]] = []
+
+    # -- activation -------------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        return self._freezer is not None
+
+    @classmethod
+    def current(cls) -> Optional["FakeClock"]:
+        return current_clock()
+
+    def start(self) -> "FakeClock":
+        global _patches
+        from freezegun import freeze_time
+
+        with _state_lock:
+            if self.active:
+                raise RuntimeError("this FakeClock is already active")
+            outermost = not _active
+            if outermost:
+                _patches = _ProcessPatches()
+            try:
+                self._freezer = freeze_time(self.utcnow(), ignore=list(IGNORED_MODULES))
+                self._factory = self._freezer.start()
+                if outermost:
+                    _patches.install()  # type: ignore[union-attr]
+            except BaseException:
+                self._undo_start(outermost)
+                raise
+            if self.seed is not None:
+                self._random_state = random.getstate()
+                random.seed(self.seed)
+            _active.append(self)
+        return self
+
+    def stop(self) -> None:
+        with _state_lock:
+            if not self.active:
+                return
+            if _active[-1] is not self:
+                raise RuntimeError("fake clocks must be stopped in the reverse order of starting them")
+            _active.pop()
+            if self._random_state is not None:
+                random.setstate(self._random_state)
+                self._random_state = None
+            self._undo_start(outermost=not _active)
+
+    def _undo_start(self, outermost: bool) -> None:
+        global _patches
+        try:
+            if self._freezer is not None and self._factory is not None:
+                self._freezer.stop()
+        finally:
+            self._freezer = self._factory = None
+            if outermost and _patches is not None:
+                patches, _patches = _patches, None
+                patches.uninstall()
+
+    def __enter__(self) -> "FakeClock":
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    def clone(self) -> "FakeClock":
+        """A new, inactive clock with this one's settings."""
+        return FakeClock(
+            self.start_datetime,
+            max_sleeps=self.max_sleeps,
+            max_virtual_time=self.max_virtual_time,
+            seed=self.seed,
+            io_grace=self.io_grace,
+            io_wait_limit=self.io_wait_limit,
+        )
+
+    def __call__(self, func: F) -> F:
+        """Decorator: run each call of ``func`` under a fresh clone of this clock."""
+        if not callable(func):
+            raise TypeError(f"FakeClock(...) decorates a function, not {type(func).__name__}")
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                with self.clone():
+                    return await func(*args, **kwargs)
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.clone():
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    # -- time -------------------------------------------------------------------------------
+    def _moved(self, delta_us: int) -> None:
+        if self._factory is not None:
+            import datetime
+
+            self._factory.tick(datetime.timedelta(microseconds=delta_us))
+
+    @contextlib.contextmanager
+    def real_waits(self) -> Iterator[None]:
+        """Inside, ``time.sleep`` and ``Event.wait`` on this thread block for real.
+
+        For a test that waits for another thread: ``with fake_clock.real_waits(): done.wait(5)``.
+        """
+        _local.real = getattr(_local, "real", 0) + 1
+        try:
+            yield
+        finally:
+            _local.real -= 1
+
+    # -- asyncio's view ---------------------------------------------------------------------
+    def add_busy_probe(self, probe: Callable[[], bool]) -> None:
+        """``probe()`` is True while real I/O the code under test waits for is in flight."""
+        self._busy_probes.append(probe)
+
+    def remove_busy_probe(self, probe: Callable[[], bool]) -> None:
+        with contextlib.suppress(ValueError):
+            self._busy_probes.remove(probe)
+
+    def io_busy(self) -> bool:
+        return any(probe() for probe in list(self._busy_probes))
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else "inactive"
+        return f"<FakeClock {state} now=+{self.now():.6f}s sleeps={len(self.sleeps)} at {self.utcnow().isoformat()}>"
+

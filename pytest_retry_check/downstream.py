@@ -1,0 +1,472 @@
+"""A fake downstream that fails on a script, on the fake clock.
+
+Call it directly (``downstream()``, ``await downstream.acall()``) or over HTTP
+(``downstream.url``, a real server on 127.0.0.1). Every call is recorded with its virtual time.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from .clock import FakeClock, current_clock
+from .timeline import RetryGuardTripped, Timeline, format_seconds
+
+__all__ = [
+    "CallRecord",
+    "DownstreamError",
+    "DownstreamConnectionDropped",
+    "DownstreamPermanentError",
+    "DownstreamRateLimited",
+    "DownstreamUnavailable",
+    "FakeDownstream",
+    "Outcome",
+    "Scenario",
+    "drop",
+    "ok",
+    "permanent",
+    "rate_limited",
+    "raises",
+    "transient",
+]
+
+DEFAULT_MAX_CALLS = 10_000
+
+
+# -- what a failing call raises in callable mode --------------------------------------------
+class DownstreamError(Exception):
+    """A scripted failure of the fake downstream."""
+
+    def __init__(self, message: str, *, status: Optional[int] = None, retry_after: Optional[float] = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class DownstreamUnavailable(DownstreamError, ConnectionError):
+    """Transient: 5xx, 408, an outage, overload. A ``ConnectionError`` so ordinary retry filters match."""
+
+
+class DownstreamRateLimited(DownstreamError):
+    """429 Too Many Requests; ``retry_after`` is in seconds (None when the server gave none)."""
+
+
+class DownstreamPermanentError(DownstreamError):
+    """A failure that cannot heal (400, 401, 403, 404, ...): retrying it is a bug."""
+
+
+class DownstreamConnectionDropped(DownstreamError, ConnectionResetError):
+    """The connection dropped without an answer."""
+
+
+# -- outcomes -------------------------------------------------------------------------------
+_KINDS = ("ok", "transient", "rate_limited", "permanent", "drop", "error")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call gets. Build with :func:`ok`, :func:`transient`, :func:`rate_limited`,
+    :func:`permanent`, :func:`drop` or :func:`raises`."""
+
+    kind: str
+    status: int = 200
+    retry_after: Optional[float] = None  # seconds after the call
+    retry_after_as_date: bool = False  # HTTP: send an HTTP-date instead of delta-seconds
+    error: Any = None  # callable mode: the exception (instance or class) to raise
+    body: Any = None
+    reason: str = ""
+
+    @property
+    def is_ok(self) -> bool:
+        return self.kind == "ok"
+
+    @property
+    def is_permanent(self) -> bool:
+        return self.kind == "permanent"
+
+    @property
+    def label(self) -> str:
+        if self.kind == "ok":
+            return "ok"
+        if self.kind == "drop":
+            return "dropped connection"
+        if self.kind == "error" or (self.error is not None and self.kind != "rate_limited"):
+            err = self.error
+            return err.__name__ if isinstance(err, type) else type(err).__name__
+        text = str(self.status)
+        if self.reason:
+            text += f" {self.reason}"
+        if self.retry_after is not None:
+            text += f" Retry-After {self.retry_after:g}s" + (" (date)" if self.retry_after_as_date else "")
+        return text
+
+    def __repr__(self) -> str:  # short, because hypothesis prints scenarios made of these
+        return f"<{self.kind} {self.label}>" if self.label != self.kind else f"<{self.kind}>"
+
+
+def ok(body: Any = None) -> Outcome:
+    """A success (HTTP 200; callable mode returns ``body``, default ``"ok"``)."""
+    return Outcome("ok", 200, body=body)
+
+
+def transient(status: int = 503, *, error: Any = None, retry_after: Optional[float] = None, reason: str = "") -> Outcome:
+    """A failure that heals with time: 5xx or 408 (callable mode raises ``error`` or
+    :class:`DownstreamUnavailable`)."""
+    _check_status(status, "transient", lambda s: s == 408 or 500 <= s <= 599, "408 or 5xx")
+    return Outcome("transient", status, retry_after=_check_retry_after(retry_after), error=_check_error(error), reason=reason)
+
+
+def rate_limited(retry_after: Optional[float] = None, *, as_date: bool = False, status: int = 429) -> Outcome:
+    """429 with ``Retry-After`` seconds (or an HTTP-date when ``as_date``)."""
+    _check_status(status, "rate_limited", lambda s: s in (429, 503), "429 or 503")
+    if as_date and retry_after is None:
+        raise ValueError("rate_limited(as_date=True) needs retry_after seconds to turn into a date")
+    return Outcome("rate_limited", status, retry_after=_check_retry_after(retry_after), retry_after_as_date=bool(as_date))
+
+
+def permanent(status: int = 404, *, error: Any = None, reason: str = "") -> Outcome:
+    """A failure that never heals: 4xx other than 408/429 (callable mode raises ``error`` or
+    :class:`DownstreamPermanentError`)."""
+    _check_status(status, "permanent", lambda s: 400 <= s <= 499 and s not in (408, 429), "a 4xx other than 408/429")
+    return Outcome("permanent", status, error=_check_error(error), reason=reason)
+
+
+def drop() -> Outcome:
+    """The connection closes without an answer (callable mode: :class:`DownstreamConnectionDropped`)."""
+    return Outcome("drop", 0)
+
+
+def raises(error: Any) -> Outcome:
+    """Callable mode raises ``error`` (an exception instance or class); HTTP answers 500."""
+    if error is None:
+        raise TypeError("raises() needs an exception instance or class")
+    return Outcome("error", 500, error=_check_error(error))
+
+
+def _check_status(status: Any, name: str, allowed: Any, what: str) -> None:
+    if isinstance(status, bool) or not isinstance(status, int) or not allowed(status):
+        raise ValueError(f"{name}() status must be {what}, got {status!r}")
+
+
+def _check_retry_after(value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < math.inf):
+        raise ValueError(f"retry_after must be a non-negative number of seconds, got {value!r}")
+    return float(value)
+
+
+def _check_error(error: Any) -> Any:
+    if error is None or isinstance(error, BaseException) or (isinstance(error, type) and issubclass(error, BaseException)):
+        return error
+    raise TypeError(f"error must be an exception instance or class, not {error!r}")
+
+
+OutcomeLike = Union[Outcome, int, str, BaseException, type]
+
+
+def as_outcome(value: OutcomeLike) -> Outcome:
+    """Shorthands: ``"ok"``, an HTTP status (``503``, ``429``, ``404``), an exception."""
+    if isinstance(value, Outcome):
+        return value
+    if isinstance(value, str):
+        named = {"ok": ok, "transient": transient, "rate_limited": rate_limited, "permanent": permanent, "drop": drop}
+        if value in named:
+            return named[value]()
+        raise ValueError(f"unknown outcome {value!r}: use one of {sorted(named)}, an HTTP status or an exception")
+    if isinstance(value, bool):
+        raise TypeError(f"an outcome cannot be a bool ({value!r})")
+    if isinstance(value, int):
+        if 200 <= value <= 299:
+            return Outcome("ok", value)
+        if value == 429:
+            return rate_limited()
+        if value == 408 or 500 <= value <= 599:
+            return transient(value)
+        if 400 <= value <= 499:
+            return permanent(value)
+        raise ValueError(f"HTTP status {value} is not an outcome the fake downstream can script (2xx, 4xx or 5xx)")
+    if isinstance(value, BaseException) or (isinstance(value, type) and issubclass(value, BaseException)):
+        return raises(value)
+    raise TypeError(f"cannot use {value!r} as an outcome: use ok()/transient()/rate_limited()/permanent()/drop()/raises(), an HTTP status or an exception")
+
+
+# -- the script -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scenario:
+    """How the downstream behaves. Rules, first match wins, for call number n at virtual time t:
+
+    1. ``capacity``: more than K calls in the last virtual second -> ``overload`` (503);
+    2. ``permanent``: every call fails with this permanent outcome;
+    3. ``outages``: t within a ``(t0, t1)`` window (seconds since the clock's origin, t0 <= t < t1)
+       -> ``outage`` (503);
+    4. the n-th entry of ``outcomes`` (``fail_first`` transient failures come first);
+    5. ``then`` (default: ok).
+    """
+
+    outcomes: Tuple[Outcome, ...] = ()
+    then: Outcome = field(default_factory=ok)
+    fail_first: int = 0
+    outages: Tuple[Tuple[float, float], ...] = ()
+    permanent: Optional[Outcome] = None
+    capacity: Optional[int] = None
+    outage: Outcome = field(default_factory=lambda: transient(503, reason="outage"))
+    overload: Outcome = field(default_factory=lambda: transient(503, reason="overloaded"))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcomes", tuple(as_outcome(o) for o in _iterable("outcomes", self.outcomes)))
+        for name in ("then", "outage", "overload"):
+            object.__setattr__(self, name, as_outcome(getattr(self, name)))
+        if isinstance(self.fail_first, bool) or not isinstance(self.fail_first, int) or self.fail_first < 0:
+            raise ValueError(f"fail_first must be a whole number >= 0, got {self.fail_first!r}")
+        windows = []
+        for window in _iterable("outages", self.outages):
+            try:
+                t0, t1 = (float(x) for x in window)
+            except (TypeError, ValueError):
+                raise ValueError(f"each outage is a (start, end) pair of virtual seconds, got {window!r}") from None
+            if not (0 <= t0 < t1):
+                raise ValueError(f"an outage window needs 0 <= start < end, got {window!r}")
+            windows.append((t0, t1))
+        object.__setattr__(self, "outages", tuple(sorted(windows)))
+        if self.permanent is not None:
+            outcome = as_outcome(self.permanent)
+            if not outcome.is_permanent:
+                raise ValueError(f"permanent= needs a permanent outcome (a 4xx other than 408/429), got {outcome.label}")
+            object.__setattr__(self, "permanent", outcome)
+        if self.capacity is not None and (isinstance(self.capacity, bool) or not isinstance(self.capacity, int) or self.capacity < 1):
+            raise ValueError(f"capacity must be a whole number of calls per virtual second >= 1, got {self.capacity!r}")
+
+    @property
+    def never_recovers(self) -> bool:
+        return self.permanent is not None or not self.then.is_ok or any(end == math.inf for _, end in self.outages)
+
+    def outcome_for(self, number: int, at: float, recent: int) -> Outcome:
+        """The outcome of call ``number`` (from 1) at virtual time ``at``; ``recent`` counts the
+        calls in the virtual second up to and including this one."""
+        if self.capacity is not None and recent > self.capacity:
+            return self.overload
+        if self.permanent is not None:
+            return self.permanent
+        for t0, t1 in self.outages:
+            if t0 <= at < t1:
+                return self.outage
+        index = number - 1
+        if index < self.fail_first:
+            return transient()
+        index -= self.fail_first
+        if index < len(self.outcomes):
+            return self.outcomes[index]
+        return self.then
+
+
+def _iterable(name: str, value: Any) -> Iterable[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a sequence, got {value!r}")
+    return value
+
+
+# -- calls ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CallRecord:
+    """One call the downstream received."""
+
+    number: int
+    at: float  # virtual seconds since the clock's origin
+    outcome: Outcome
+    transport: str  # "call", "acall" or "http"
+    retry_after_until: Optional[float] = None  # virtual time before which a retry disobeys Retry-After
+    method: str = ""
+    path: str = ""
+    args: Tuple[Any, ...] = ()
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome.is_ok
+
+
+class FakeDownstream:
+    """A scripted, failing downstream on the fake clock.
+
+    ``FakeDownstream(fail_first=3)``, ``FakeDownstream(outcomes=[503, 429, "ok"])``,
+    ``FakeDownstream(outages=[(0, 30)])``, ``FakeDownstream(permanent=404)``,
+    ``FakeDownstream(capacity=5)``, or ``FakeDownstream(scenario)`` with a :class:`Scenario`.
+
+    ``max_calls`` is a guard like the clock's: a retry loop with no sleep at all that calls
+    more often than that fails fast instead of hanging.
+    """
+
+    def __init__(
+        self,
+        scenario: Optional[Scenario] = None,
+        *,
+        clock: Optional[Timeline] = None,
+        name: str = "downstream",
+        max_calls: int = DEFAULT_MAX_CALLS,
+        **script: Any,
+    ) -> None:
+        if scenario is not None and script:
+            raise TypeError(f"pass either a Scenario or script keywords, not both (got {sorted(script)})")
+        if scenario is None:
+            unknown = set(script) - set(Scenario.__dataclass_fields__)
+            if unknown:
+                raise TypeError(f"unknown downstream script keyword(s) {sorted(unknown)}; known: {sorted(Scenario.__dataclass_fields__)}")
+            scenario = Scenario(**script)
+        elif not isinstance(scenario, Scenario):
+            raise TypeError(f"scenario must be a Scenario, not {type(scenario).__name__}")
+        if isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1:
+            raise ValueError(f"max_calls must be a whole number >= 1, got {max_calls!r}")
+        self.scenario = scenario
+        self.name = name
+        self.max_calls = max_calls
+        self.calls: List[CallRecord] = []
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._server: Any = None
+        self._closed = False
+
+    # -- the clock --------------------------------------------------------------------------
+    @property
+    def clock(self) -> Timeline:
+        clock = self._clock if self._clock is not None else current_clock()
+        if clock is None:
+            raise RuntimeError(
+                f"{self.name} needs a fake clock: use the fake_clock fixture, `with FakeClock():`, or FakeDownstream(clock=...)"
+            )
+        return clock
+
+    # -- calling ----------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Sync call: returns the success body or raises the scripted failure."""
+        return self._callable_result(self.record("call", args=args, kwargs=kwargs))
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        return self._callable_result(self.record("call", args=args, kwargs=kwargs))
+
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        """Async call: the same, awaitable."""
+        return self._callable_result(self.record("acall", args=args, kwargs=kwargs))
+
+    def record(self, transport: str, *, method: str = "", path: str = "", args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]] = None) -> CallRecord:
+        """Decide and record the outcome of one call (used by every transport)."""
+        clock = self.clock
+        with self._lock:
+            number = len(self.calls) + 1
+            at = clock.now()
+            if number > self.max_calls:
+                raise self._trip(clock, number)
+            recent = 1 + sum(1 for c in reversed(self.calls[-(self.scenario.capacity or 0) - 1 :]) if c.at > at - 1.0)
+            outcome = self.scenario.outcome_for(number, at, recent)
+            until = _retry_after_until(outcome, at, transport, clock)
+            record = CallRecord(number, at, outcome, transport, until, method, path, tuple(args), dict(kwargs or {}))
+            self.calls.append(record)
+            return record
+
+    def _trip(self, clock: Timeline, number: int) -> RetryGuardTripped:
+        calls = self.calls
+        shown = calls if len(calls) <= 15 else calls[:10] + calls[-5:]
+        extra = f"calls to {self.name} ({len(calls)}, first and last shown):\n{describe_calls(shown)}\n"
+        return clock.trip(f"{number} calls to {self.name} exceed max_calls={self.max_calls}", extra=extra)
+
+    def _callable_result(self, record: CallRecord) -> Any:
+        outcome = record.outcome
+        if outcome.is_ok:
+            return "ok" if outcome.body is None else outcome.body
+        if outcome.error is not None:
+            error = outcome.error
+            raise (error(f"{self.name} call #{record.number}: scripted {error.__name__}") if isinstance(error, type) else error)
+        message = f"{self.name} call #{record.number} at +{format_seconds(record.at)}: {outcome.label}"
+        if outcome.kind == "rate_limited":
+            raise DownstreamRateLimited(message, status=outcome.status, retry_after=outcome.retry_after)
+        if outcome.kind == "permanent":
+            raise DownstreamPermanentError(message, status=outcome.status)
+        if outcome.kind == "drop":
+            raise DownstreamConnectionDropped(message)
+        raise DownstreamUnavailable(message, status=outcome.status, retry_after=outcome.retry_after)
+
+    # -- HTTP -------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """Base URL of a real HTTP server on 127.0.0.1 playing this script (started on first use)."""
+        if self._closed:
+            raise RuntimeError(f"{self.name} is closed")
+        if self._server is None:
+            from .http_downstream import DownstreamHTTPServer
+
+            self._server = DownstreamHTTPServer(self)
+            clock = self._clock if self._clock is not None else current_clock()
+            if isinstance(clock, FakeClock):
+                clock.add_busy_probe(self._server.busy)
+                self._server.probe_clock = clock
+        return self._server.url
+
+    def close(self) -> None:
+        self._closed = True
+        server, self._server = self._server, None
+        if server is not None:
+            clock = getattr(server, "probe_clock", None)
+            if clock is not None:
+                clock.remove_busy_probe(server.busy)
+            server.close()
+
+    def __enter__(self) -> "FakeDownstream":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- reading the record -----------------------------------------------------------------
+    @property
+    def call_count(self) -> int:
+        return len(self.calls)
+
+    @property
+    def call_times(self) -> List[float]:
+        return [c.at for c in self.calls]
+
+    def trace(self, **kwargs: Any) -> Any:
+        """A :class:`~pytest_retry_check.trace.Trace` of every call so far."""
+        from .trace import Trace
+
+        return Trace.from_calls(self.calls, **kwargs)
+
+    def with_script(self, **changes: Any) -> "FakeDownstream":
+        """A new downstream with this one's script changed by ``changes``."""
+        return FakeDownstream(replace(self.scenario, **changes), clock=self._clock, name=self.name, max_calls=self.max_calls)
+
+    def __repr__(self) -> str:
+        return f"<FakeDownstream {self.name!r} calls={len(self.calls)} {self.scenario!r}>"
+
+
+def _retry_after_until(outcome: Outcome, at: float, transport: str, clock: Timeline) -> Optional[float]:
+    """Virtual time before which a retry disobeys the ``Retry-After`` the client was given.
+
+    Over HTTP the header is whole seconds (rounded up), or a date with one-second resolution
+    (rounded down): judge "honoured" against what was really sent.
+    """
+    if outcome.retry_after is None:
+        return None
+    if transport != "http":
+        return at + outcome.retry_after
+    if outcome.retry_after_as_date:
+        epoch_at = clock.at_epoch(at)
+        return at + (math.floor(epoch_at + outcome.retry_after) - epoch_at)
+    return at + math.ceil(outcome.retry_after)
+
+
+def retry_after_header(record: CallRecord, clock: Timeline) -> Optional[str]:
+    """The ``Retry-After`` header value that goes with ``record``."""
+    if record.retry_after_until is None:
+        return None
+    if record.outcome.retry_after_as_date:
+        from email.utils import formatdate
+
+        return formatdate(round(clock.at_epoch(record.retry_after_until)), usegmt=True)
+    return str(round(record.retry_after_until - record.at))
+
+
+def describe_calls(calls: Sequence[CallRecord]) -> str:
+    return "\n".join(f"  #{c.number} at +{format_seconds(c.at)}: {c.outcome.label}" for c in calls)

@@ -1,0 +1,193 @@
+"""The fake downstream as a real HTTP/1.1 server on 127.0.0.1.
+
+requests, urllib3 and httpx retry configurations go through real sockets, so what is tested is
+the retry configuration as the service really wires it. The server knows when it is working on
+a request, which the virtual asyncio loop asks before jumping time (``busy``).
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any, List, Set
+
+from .downstream import retry_after_header
+
+if TYPE_CHECKING:
+    from .downstream import FakeDownstream
+
+__all__ = ["DownstreamHTTPServer"]
+
+_REASONS = {200: "OK", 408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    rbufsize = 0  # unbuffered: "readable socket" must mean "a request is waiting" (see busy())
+    # Buffered, flushed once per response: headers and body leave in one segment. Two small
+    # writes meet Nagle + delayed ACK and the body lands ~40 ms later, after we told the event
+    # loop the server was done.
+    wbufsize = 65536
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    server: "DownstreamHTTPServer"  # type: ignore[assignment]
+
+    def handle(self) -> None:
+        self.close_connection = True
+        while True:
+            # Wait for the next request without consuming it, and count it as in flight before
+            # reading, so busy() never has a moment where a request is neither readable nor counted.
+            if not self.server.wait_readable(self.connection):
+                return
+            with self.server.working():
+                self.handle_one_request()
+            if self.close_connection:
+                return
+
+    def _answer(self) -> None:
+        downstream = self.server.downstream
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        try:
+            record = downstream.record("http", method=self.command, path=self.path)
+        except BaseException as exc:  # the guard tripped: tell the client, the clock remembers
+            self._send(503, {"error": "retry guard tripped", "detail": str(exc).splitlines()[0]}, {})
+            return
+        outcome = record.outcome
+        if outcome.kind == "drop":
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        headers = {}
+        retry_after = retry_after_header(record, downstream.clock)
+        if retry_after is not None:
+            headers["Retry-After"] = retry_after
+        if outcome.is_ok:
+            body = outcome.body if outcome.body is not None else {"ok": True, "call": record.number}
+        else:
+            body = {"error": outcome.label, "call": record.number}
+        self._send(outcome.status, body, headers)
+
+    def _send(self, status: int, body: Any, headers: dict) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status, _REASONS.get(status))
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+
+class DownstreamHTTPServer:
+    """Accept loop in one thread, one thread per connection; stops at once on ``close()``."""
+
+    def __init__(self, downstream: "FakeDownstream") -> None:
+        self.downstream = downstream
+        self.probe_clock: Any = None
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._wake_r, self._wake_w = socket.socketpair()  # written once on close: wakes every select()
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._connections: Set[socket.socket] = set()
+        self._threads: List[threading.Thread] = []
+        self._closed = False
+        self._accepter = threading.Thread(target=self._accept_loop, name=f"fake-downstream-{self.port}", daemon=True)
+        self._accepter.start()
+
+    # -- threads ----------------------------------------------------------------------------
+    def _accept_loop(self) -> None:
+        while True:
+            readable, _, _ = select.select([self._listener, self._wake_r], [], [])
+            if self._wake_r in readable:
+                return
+            try:
+                conn, address = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self._connections.add(conn)
+            thread = threading.Thread(target=self._serve, args=(conn, address), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, conn: socket.socket, address: Any) -> None:
+        try:
+            _Handler(conn, address, self)
+        except (OSError, ValueError):
+            pass  # client went away mid-request
+        finally:
+            with self._lock:
+                self._connections.discard(conn)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def wait_readable(self, conn: socket.socket) -> bool:
+        try:
+            readable, _, _ = select.select([conn, self._wake_r], [], [])
+        except (OSError, ValueError):
+            return False
+        return conn in readable and self._wake_r not in readable
+
+    def working(self) -> "_Working":
+        return _Working(self)
+
+    # -- for the virtual event loop ---------------------------------------------------------
+    def busy(self) -> bool:
+        """True while a request is waiting to be accepted, read, or answered."""
+        with self._lock:
+            if self._in_flight:
+                return True
+            watched = [self._listener, *self._connections]
+        try:
+            readable, _, _ = select.select(watched, [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return bool(readable)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._wake_w.send(b"x")
+        self._accepter.join(5)
+        for thread in list(self._threads):
+            thread.join(5)
+        self._listener.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+
+class _Working:
+    def __init__(self, server: DownstreamHTTPServer) -> None:
+        self.server = server
+
+    def __enter__(self) -> None:
+        with self.server._lock:
+            self.server._in_flight += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        with self.server._lock:
+            self.server._in_flight -= 1

@@ -1,0 +1,301 @@
+"""A virtual timeline: virtual time, recorded sleeps and the forever-retry guard.
+
+Nothing here patches anything, so a timeline is cheap to create; many can exist at once (one per
+simulated client). :class:`~pytest_retry_check.clock.FakeClock` is a timeline that is also
+wired into ``time``/``asyncio``/``datetime`` through freezegun.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import sys
+import sysconfig
+import threading
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Union
+
+__all__ = [
+    "DEFAULT_MAX_SLEEPS",
+    "DEFAULT_MAX_VIRTUAL_TIME",
+    "DEFAULT_START",
+    "RetryGuardTripped",
+    "SleepRecord",
+    "Timeline",
+    "format_seconds",
+]
+
+# Fixed, not "now": the same virtual dates in every run make failures reproducible.
+DEFAULT_START = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
+DEFAULT_MAX_SLEEPS = 1000
+DEFAULT_MAX_VIRTUAL_TIME = 30 * 24 * 3600.0
+
+StartLike = Union[None, str, _dt.datetime, _dt.date, float, int]
+
+
+class RetryGuardTripped(BaseException):
+    """Code under test kept retrying past the guard's limit.
+
+    A ``BaseException`` (like pytest's own ``Failed``) so that a retry loop's
+    ``except Exception`` cannot swallow it and go on forever.
+    """
+
+
+@dataclass(frozen=True)
+class SleepRecord:
+    """One sleep the code under test asked for."""
+
+    number: int
+    seconds: float  # as requested
+    at: float  # virtual seconds since the timeline's origin, when the sleep began
+    kind: str  # "time.sleep", "asyncio.sleep", "Event.wait", ...
+    where: str  # the first frame outside the standard library and installed packages
+    caller: str  # the frame that called the sleep function itself
+
+    def __str__(self) -> str:
+        return f"#{self.number} at +{format_seconds(self.at)} {self.kind}({self.seconds:g}) from {self.where}"
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds != seconds or seconds in (math.inf, -math.inf):
+        return f"{seconds} s"
+    if abs(seconds) >= 100:
+        return f"{seconds:,.1f} s"
+    return f"{seconds:.3f} s"
+
+
+def parse_start(start: StartLike) -> _dt.datetime:
+    """An aware UTC datetime from what a user may reasonably pass as a start time."""
+    if start is None:
+        return DEFAULT_START
+    if isinstance(start, bool):
+        raise TypeError(f"start must be a datetime, an ISO-8601 string or epoch seconds, not {start!r}")
+    if isinstance(start, (int, float)):
+        return _dt.datetime.fromtimestamp(start, _dt.timezone.utc)
+    if isinstance(start, str):
+        text = start.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            start = _dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"start={start!r} is not an ISO-8601 date/time such as '2026-01-01T00:00:00Z'") from None
+    if isinstance(start, _dt.datetime):
+        if start.tzinfo is None:
+            return start.replace(tzinfo=_dt.timezone.utc)
+        return start.astimezone(_dt.timezone.utc)
+    if isinstance(start, _dt.date):
+        return _dt.datetime(start.year, start.month, start.day, tzinfo=_dt.timezone.utc)
+    raise TypeError(f"start must be a datetime, an ISO-8601 string or epoch seconds, not {type(start).__name__}")
+
+
+def _positive_limit(name: str, value: object, kind: type) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if kind is int and not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+
+
+def validate_sleep(seconds: object) -> float:
+    """The checks ``time.sleep`` makes, with the same exception types."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        try:
+            seconds = float(seconds)  # type: ignore[arg-type]  # Decimal, Fraction, numpy floats
+        except (TypeError, ValueError):
+            raise TypeError(f"sleep length must be a number, not {type(seconds).__name__}") from None
+    seconds = float(seconds)
+    if seconds != seconds:
+        raise ValueError("Invalid value NaN (not a number)")
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    if seconds == math.inf:
+        raise OverflowError("sleep length is too large")
+    return seconds
+
+
+# Frames in these directories are library code; a sleep's "where" is the first frame outside them.
+_LIBRARY_DIRS = tuple(
+    {os.path.normcase(os.path.abspath(p)) + os.sep for p in (sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")) if p}
+)
+_OWN_DIR = os.path.normcase(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _is_library(filename: str) -> bool:
+    path = os.path.normcase(filename)
+    return path.startswith(_OWN_DIR) or path.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
+
+
+def _describe(frame) -> str:
+    code = frame.f_code
+    return f"{_short_path(code.co_filename)}:{frame.f_lineno} in {code.co_name}"
+
+
+def _short_path(filename: str) -> str:
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:  # another drive on Windows
+        return filename
+    if rel.startswith(".."):
+        # An installed library: "tenacity/nap.py" reads better than a long site-packages path.
+        parts = filename.replace("\\", "/").split("/site-packages/")
+        return parts[-1] if len(parts) > 1 else filename
+    return rel
+
+
+def caller_locations(depth: int) -> tuple[str, str]:
+    """(first non-library frame, direct caller) seen from ``depth`` frames above the caller."""
+    try:
+        frame = sys._getframe(depth + 1)
+    except ValueError:
+        return "<unknown>", "<unknown>"
+    direct = _describe(frame)
+    probe = frame
+    for _ in range(50):
+        if probe is None:
+            break
+        if not _is_library(probe.f_code.co_filename):
+            return _describe(probe), direct
+        probe = probe.f_back
+    return direct, direct
+
+
+class Timeline:
+    """Virtual time in whole microseconds, the sleeps taken on it, and the forever-retry guard.
+
+    ``now()`` is virtual seconds since the origin (0.0 at creation and after ``reset()``).
+    """
+
+    def __init__(
+        self,
+        start: StartLike = None,
+        *,
+        max_sleeps: int = DEFAULT_MAX_SLEEPS,
+        max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
+    ) -> None:
+        _positive_limit("max_sleeps", max_sleeps, int)
+        _positive_limit("max_virtual_time", max_virtual_time, float)
+        self.start_datetime = parse_start(start)
+        self.max_sleeps = max_sleeps
+        self.max_virtual_time = float(max_virtual_time)
+        self._lock = threading.RLock()
+        self._now_us = 0  # since start_datetime; never goes backwards
+        self._origin_us = 0  # what now() counts from; moved forward by reset()
+        self.sleeps: List[SleepRecord] = []
+        self.tripped: Optional[RetryGuardTripped] = None
+
+    # -- reading the time -------------------------------------------------------------------
+    def now(self) -> float:
+        """Virtual seconds since the origin."""
+        return (self._now_us - self._origin_us) / 1e6
+
+    def utcnow(self) -> _dt.datetime:
+        """The virtual wall-clock time (aware, UTC)."""
+        return self.start_datetime + _dt.timedelta(microseconds=self._now_us)
+
+    def epoch(self) -> float:
+        """What ``time.time()`` returns on this timeline."""
+        return self.start_datetime.timestamp() + self._now_us / 1e6
+
+    def at_epoch(self, virtual_seconds: float) -> float:
+        """The epoch time of a virtual time given as seconds since the origin."""
+        return self.start_datetime.timestamp() + self._origin_us / 1e6 + virtual_seconds
+
+    @property
+    def total_slept(self) -> float:
+        return sum(s.seconds for s in self.sleeps)
+
+    # -- moving it --------------------------------------------------------------------------
+    def sleep(self, seconds: object, *, kind: str = "sleep", advance: bool = True, _depth: int = 1) -> None:
+        """Record a sleep and advance virtual time by it; trips the guard past its limits.
+
+        ``advance=False`` only records it: an asyncio loop moves the time when the timer is due.
+        """
+        seconds = validate_sleep(seconds)
+        where, caller = caller_locations(_depth)
+        with self._lock:
+            if self.tripped is not None:
+                raise self._retrip()
+            record = SleepRecord(len(self.sleeps) + 1, seconds, self.now(), kind, where, caller)
+            if record.number > self.max_sleeps:
+                raise self.trip(f"{record.number} sleeps exceed max_sleeps={self.max_sleeps}", pending=record)
+            if record.at + seconds > self.max_virtual_time:
+                raise self.trip(
+                    f"sleeping {format_seconds(seconds)} at +{format_seconds(record.at)} would pass "
+                    f"max_virtual_time={format_seconds(self.max_virtual_time)}",
+                    pending=record,
+                )
+            self.sleeps.append(record)
+            if advance:
+                self._advance_us(_to_us(seconds))
+
+    def advance(self, seconds: float) -> None:
+        """Move virtual time forward without recording a sleep (a timer firing, time passing)."""
+        seconds = validate_sleep(seconds)
+        with self._lock:
+            self._advance_us(_to_us(seconds))
+
+    def _advance_us(self, delta_us: int) -> None:
+        if delta_us:
+            self._now_us += delta_us
+            self._moved(delta_us)
+
+    def _moved(self, delta_us: int) -> None:
+        """Hook for subclasses that mirror the timeline somewhere else (freezegun)."""
+
+    def reset(self) -> None:
+        """Start afresh: ``now()`` is 0 again and records and guard are cleared.
+
+        Virtual wall-clock time keeps going forward: clocks, loops and libraries must never see
+        time go backwards.
+        """
+        with self._lock:
+            self._origin_us = self._now_us
+            self.sleeps = []
+            self.tripped = None
+
+    # -- the guard --------------------------------------------------------------------------
+    def trip(self, reason: str, *, pending: Optional[SleepRecord] = None, extra: str = "") -> RetryGuardTripped:
+        """Build (and remember) the guard's exception; the caller raises it."""
+        records = list(self.sleeps) + ([pending] if pending is not None else [])
+        message = (
+            f"retry guard: {reason}; the code under test looks like it retries forever.\n"
+            f"Raise the limit with @pytest.mark.fake_clock(max_sleeps=..., max_virtual_time=...) "
+            f"if this much retrying is intended.\n"
+            f"{extra}{format_schedule(records)}"
+        )
+        self.tripped = RetryGuardTripped(message)
+        return self.tripped
+
+    def _retrip(self) -> RetryGuardTripped:
+        # Somebody caught the first one (``except BaseException``) and went on retrying.
+        return RetryGuardTripped(f"retry guard already tripped and the code kept going:\n{self.tripped}")
+
+    def schedule(self) -> str:
+        return format_schedule(self.sleeps)
+
+
+def _to_us(seconds: float) -> int:
+    # Round up: a sleep never ends before the time asked for (timers fire *after* their due time).
+    return int(math.ceil(seconds * 1e6 - 1e-6)) if seconds > 0 else 0
+
+
+def format_schedule(records: Sequence[SleepRecord], *, head: int = 10, tail: int = 5) -> str:
+    """A readable table of sleeps; long ones show the first ``head`` and last ``tail`` rows."""
+    if not records:
+        return "schedule: no sleeps recorded\n"
+    lines = [f"schedule ({len(records)} sleeps, {format_seconds(sum(r.seconds for r in records))} in total):"]
+    lines.append(f"  {'#':>5}  {'at (virtual)':>14}  {'sleep':>12}  {'kind':<13}  called from")
+    shown: List[Optional[SleepRecord]] = list(records)
+    if len(records) > head + tail:
+        shown = list(records[:head]) + [None] + list(records[-tail:])
+    for record in shown:
+        if record is None:
+            lines.append(f"  {'...':>5}  ({len(records) - head - tail} more)")
+            continue
+        lines.append(
+            f"  {record.number:>5}  {'+' + format_seconds(record.at):>14}  {format_seconds(record.seconds):>12}  "
+            f"{record.kind:<13}  {record.where}"
+        )
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,178 @@
+"""What a retry run did: its attempts, the waits between them, and how it ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence, Tuple, Type, Union
+
+from .downstream import CallRecord, FakeDownstream, Outcome
+from .timeline import SleepRecord, Timeline, format_schedule, format_seconds
+
+__all__ = ["Attempt", "Trace", "capture_trace"]
+
+OUTCOMES = ("succeeded", "raised", "dead-lettered", "returned", "unknown")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One call of the downstream, as a retry attempt."""
+
+    number: int
+    at: float  # virtual seconds since the clock's origin
+    outcome: Outcome
+    delay: Optional[float]  # virtual seconds since the previous attempt; None for the first
+    retry_after_until: Optional[float] = None  # the previous answer's Retry-After deadline
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome.is_ok
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A run of retry code against a fake downstream.
+
+    ``outcome``: "succeeded" (the last attempt succeeded and nothing was raised), "raised",
+    "dead-lettered" (something reached the dead-letter capture), "returned" (the code returned
+    normally although the downstream never answered successfully: a silent give-up), or
+    "unknown" (a trace built without watching how the code ended).
+    """
+
+    attempts: Tuple[Attempt, ...]
+    sleeps: Tuple[SleepRecord, ...] = ()
+    outcome: str = "unknown"
+    error: Optional[BaseException] = None
+    dead_letters: Tuple[Any, ...] = field(default=())
+
+    @classmethod
+    def from_calls(
+        cls,
+        calls: Sequence[CallRecord],
+        *,
+        sleeps: Sequence[SleepRecord] = (),
+        outcome: Optional[str] = None,
+        error: Optional[BaseException] = None,
+        dead_letters: Sequence[Any] = (),
+    ) -> "Trace":
+        attempts: List[Attempt] = []
+        previous: Optional[CallRecord] = None
+        for number, call in enumerate(calls, 1):
+            delay = None if previous is None else call.at - previous.at
+            until = None if previous is None else previous.retry_after_until
+            attempts.append(Attempt(number, call.at, call.outcome, delay, until))
+            previous = call
+        if outcome is None:
+            outcome = "succeeded" if attempts and attempts[-1].ok else "unknown"
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
+        return cls(tuple(attempts), tuple(sleeps), outcome, error, tuple(dead_letters))
+
+    # -- numbers ----------------------------------------------------------------------------
+    @property
+    def attempt_count(self) -> int:
+        return len(self.attempts)
+
+    @property
+    def delays(self) -> List[float]:
+        """Virtual seconds between consecutive attempts."""
+        return [a.delay for a in self.attempts if a.delay is not None]
+
+    @property
+    def total_wait(self) -> float:
+        """Virtual seconds from the first attempt to the last."""
+        return self.attempts[-1].at - self.attempts[0].at if self.attempts else 0.0
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome == "succeeded"
+
+    @property
+    def gave_up(self) -> bool:
+        return self.outcome in ("raised", "dead-lettered")
+
+    @property
+    def permanent_failures(self) -> List[Attempt]:
+        return [a for a in self.attempts if a.outcome.is_permanent]
+
+    # -- reading ----------------------------------------------------------------------------
+    def describe_outcome(self) -> str:
+        text = self.outcome
+        if self.error is not None:
+            text += f" {type(self.error).__name__}: {self.error}"
+        if self.dead_letters:
+            text += f" ({len(self.dead_letters)} dead letter(s))"
+        return text
+
+    def schedule(self) -> str:
+        """A readable table of the attempts (times relative to the first attempt)."""
+        lines = [
+            f"retry trace: {self.attempt_count} attempt(s), {format_seconds(self.total_wait)} of virtual waiting, "
+            f"outcome: {self.describe_outcome()}"
+        ]
+        if not self.attempts:
+            return lines[0] + "\n  (the downstream was never called)\n"
+        origin = self.attempts[0].at
+        lines.append(f"  {'#':>4}  {'at':>12}  {'waited':>12}  result")
+        for attempt in self.attempts:
+            waited = "-" if attempt.delay is None else format_seconds(attempt.delay)
+            lines.append(f"  {attempt.number:>4}  {'+' + format_seconds(attempt.at - origin):>12}  {waited:>12}  {attempt.outcome.label}")
+        return "\n".join(lines) + "\n"
+
+    def sleep_schedule(self) -> str:
+        return format_schedule(self.sleeps)
+
+    def __str__(self) -> str:
+        return self.schedule()
+
+
+class capture_trace:
+    """Watch a run of retry code: ``with capture_trace(downstream) as run: client.fetch()``.
+
+    Afterwards ``run.trace`` is the :class:`Trace`. An exception that is an instance of
+    ``catch`` (default ``Exception``) is recorded as the outcome "raised" and not re-raised:
+    giving up by raising is a legitimate end. Anything else propagates (the trace is still
+    set). ``dead_letters`` (a :class:`~pytest_retry_check.dead_letters.DeadLetters`) lets the
+    trace see a give-up into the dead-letter queue.
+    """
+
+    def __init__(
+        self,
+        downstream: FakeDownstream,
+        *,
+        dead_letters: Any = None,
+        catch: Union[Type[BaseException], Tuple[Type[BaseException], ...]] = Exception,
+    ) -> None:
+        if not isinstance(downstream, FakeDownstream):
+            raise TypeError(f"capture_trace() watches a FakeDownstream, not {type(downstream).__name__}")
+        if dead_letters is not None and not hasattr(dead_letters, "entries"):
+            raise TypeError(f"dead_letters must be a DeadLetters capture, not {type(dead_letters).__name__}")
+        self.downstream = downstream
+        self.dead_letters = dead_letters
+        self.catch = catch
+        self.trace: Optional[Trace] = None
+        self._calls = self._sleeps = self._letters = 0
+        self._clock: Optional[Timeline] = None
+
+    def __enter__(self) -> "capture_trace":
+        self._calls = len(self.downstream.calls)
+        self._clock = self.downstream.clock
+        self._sleeps = len(self._clock.sleeps)
+        self._letters = len(self.dead_letters.entries) if self.dead_letters is not None else 0
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+        calls = self.downstream.calls[self._calls :]
+        clock = self._clock
+        sleeps = clock.sleeps[self._sleeps :] if clock is not None else []
+        letters = self.dead_letters.entries[self._letters :] if self.dead_letters is not None else []
+        caught = exc is not None and isinstance(exc, self.catch)
+        if letters:
+            outcome = "dead-lettered"
+        elif exc is not None:
+            outcome = "raised"
+        elif calls and calls[-1].ok:
+            outcome = "succeeded"
+        else:
+            outcome = "returned"
+        self.trace = Trace.from_calls(calls, sleeps=sleeps, outcome=outcome, error=exc, dead_letters=letters)
+        return caught
