@@ -199,11 +199,14 @@ def assert_no_retry_on_permanent(run: Any) -> None:
         )
 
 
-def assert_gives_up(run: Any) -> None:
+def assert_gives_up(run: Any, *, raises: Any = None) -> None:
     """Against a downstream that never recovers, the code stops and says so: it raises or
-    dead-letters, rather than succeeding by accident or returning as if nothing happened."""
+    dead-letters, rather than succeeding by accident or returning as if nothing happened.
+    ``raises``: the exception type(s) giving up must raise (so a bug's TypeError does not pass)."""
     __tracebackhide__ = True
     trace = trace_of(run)
+    if raises is not None and not (trace.error is not None and isinstance(trace.error, raises)):
+        raise _fail("gives up", f"expected the run to raise {_names(raises)}, but it ended: {trace.describe_outcome()}", [trace])
     recovered = [a for a in trace.attempts if a.ok]
     if recovered:
         raise _fail("gives up", f"the downstream answered successfully at attempt #{recovered[0].number}: script one that never recovers", [trace])
@@ -213,6 +216,11 @@ def assert_gives_up(run: Any) -> None:
         raise _fail("gives up", f"the code ended ({trace.describe_outcome()}) without calling the downstream at all", [trace])
     if not trace.gave_up:
         raise _fail("gives up", "the code returned normally without raising or dead-lettering: the failure was swallowed", [trace])
+
+
+def _names(types: Any) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(getattr(t, "__name__", repr(t)) for t in types)
 
 
 def assert_succeeded(run: Any) -> None:

@@ -321,6 +321,7 @@ class FakeDownstream:
             raise ValueError(f"max_calls must be a whole number >= 1, got {max_calls!r}")
         self.scenario = scenario
         self.name = name
+        self.__name__ = self.__qualname__ = name  # retry decorators log the wrapped function's name
         self.max_calls = max_calls
         self.calls: List[CallRecord] = []
         self._clock = clock

@@ -99,6 +99,8 @@ def _positive_limit(name: str, value: object, kind: type) -> None:
 
 def validate_sleep(seconds: object) -> float:
     """The checks ``time.sleep`` makes, with the same exception types."""
+    if isinstance(seconds, (str, bytes)):
+        raise TypeError(f"sleep length must be a number, not {type(seconds).__name__}")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         try:
             seconds = float(seconds)  # type: ignore[arg-type]  # Decimal, Fraction, numpy floats
