@@ -1,0 +1,155 @@
+"""Check one source: read it, parse it with libcst, extract retry policies, judge them."""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple, Type
+
+import libcst as cst
+
+from .extract import extract_policies
+from .extract.context import ModuleContext
+from .model import Location, RetryPolicy
+from .noqa import parse_suppressions
+from .rules import RULES, SyntaxErrorRule
+from .rules.base import Rule
+from .settings import Settings
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    message: str
+    path: str
+    location: Location
+    url: str
+
+
+@dataclass
+class FileReport:
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    policies: List[RetryPolicy] = field(default_factory=list)
+    #: Set when the file could not be analysed although it is not the user's mistake
+    #: (libcst rejects valid Python, nesting too deep): reported, never a finding.
+    notice: Optional[str] = None
+    #: An internal error of retrylint itself.
+    error: Optional[str] = None
+
+
+class SourceError(Exception):
+    """The file cannot be turned into text (unreadable, binary, wrong encoding)."""
+
+
+def read_source(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read file: {exc.strerror or exc}") from None
+    return decode_source(data)
+
+
+def decode_source(data: bytes) -> str:
+    if b"\0" in data[:8192]:
+        raise SourceError("binary file (contains NUL bytes), not Python source")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise SourceError(f"cannot decode as {encoding}: {reason}") from None
+
+
+def check_path(path: Path, display: str, settings: Settings, want_policies: bool = False) -> FileReport:
+    try:
+        text = read_source(path)
+    except SourceError as exc:
+        return FileReport(display, findings=[_rty001(display, str(exc), Location(1, 1, 1, 1))])
+    return check_source(text, display, settings, want_policies=want_policies)
+
+
+def check_source(
+    text: str,
+    display: str,
+    settings: Settings,
+    want_policies: bool = False,
+    rules: Optional[Sequence[Type[Rule]]] = None,
+) -> FileReport:
+    report = FileReport(display)
+    parsed = parse(text, display)
+    if isinstance(parsed, Finding):
+        report.findings.append(parsed)
+        return report
+    if isinstance(parsed, str):
+        report.notice = parsed
+        return report
+    try:
+        ctx = ModuleContext(parsed, display, settings)
+        policies = extract_policies(ctx)
+    except RecursionError:
+        report.notice = "could not analyse: the code is nested too deeply for the analysis"
+        return report
+    except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+        report.error = f"internal error: {type(exc).__name__}: {exc}"
+        return report
+    if want_policies:
+        report.policies = policies
+    suppressions = parse_suppressions(text)
+    enabled = settings.enabled
+    for rule_class in rules if rules is not None else RULES:
+        if rule_class.code not in enabled or rule_class is SyntaxErrorRule:
+            continue
+        rule = rule_class()
+        for policy in policies:
+            for diagnostic in rule.check(policy, settings):
+                if suppressions.suppresses(rule_class.code, diagnostic.noqa_lines):
+                    continue
+                report.findings.append(
+                    Finding(rule_class.code, rule_class.name, diagnostic.message, display, diagnostic.location, rule_class.url())
+                )
+    report.findings.sort(key=lambda f: (f.location.line, f.location.column, f.code))
+    return report
+
+
+def parse(text: str, display: str):
+    """A libcst Module; an RTY001 Finding for a real syntax error; a notice string otherwise."""
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        libcst_reason = exc.message
+        error: Optional[SyntaxError] = None
+        try:
+            ast.parse(text)
+        except SyntaxError as syntax:
+            error = syntax
+        except (RecursionError, MemoryError, ValueError):
+            pass
+        if error is None:
+            # The reference parser accepts it: a limit of libcst, not the user's mistake.
+            return f"could not analyse: libcst cannot parse this file ({libcst_reason.strip()}, line {exc.raw_line})"
+        line = error.lineno or exc.raw_line or 1
+        column = (error.offset or 1) if error.lineno else exc.raw_column + 1
+        return _rty001(display, f"SyntaxError: {error.msg}", Location(line, column, line, column))
+    except RecursionError:
+        return "could not analyse: the file is nested too deeply for libcst (RecursionError)"
+
+
+def _rty001(display: str, message: str, location: Location) -> Finding:
+    return Finding(SyntaxErrorRule.code, SyntaxErrorRule.name, message, display, location, SyntaxErrorRule.url())
+
+
+def settings_with(codes: Tuple[str, ...], base: Optional[Settings] = None) -> Settings:
+    """Settings that enable exactly ``codes`` (for tests and rule examples)."""
+    from dataclasses import replace
+
+    return replace(base or Settings(), enabled=frozenset(codes))

@@ -1,0 +1,351 @@
+"""Bounds of hand-written retries: attempt counters, deadlines, and what is not a bound."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Callable, Dict, FrozenSet, List, Optional
+
+import libcst as cst
+
+from ..model import UNKNOWN, Num, known
+from ..syntax import dotted_name, last_name, unwrap_await, walk
+from .context import Binding, ModuleContext
+from .delays import CounterInfo, DelayEnv, shape_of
+from .status import status_set
+
+TIME_FUNCTIONS = frozenset(
+    {
+        "time.time",
+        "time.monotonic",
+        "time.perf_counter",
+        "time.time_ns",
+        "time.monotonic_ns",
+        "time.perf_counter_ns",
+        "time.process_time",
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.datetime.today",
+        "timeit.default_timer",
+        "trio.current_time",
+        "anyio.current_time",
+        "django.utils.timezone.now",
+        "arrow.utcnow",
+        "arrow.now",
+        "pendulum.now",
+    }
+)
+
+_COMPARE: Dict[type, Callable[[float, float], bool]] = {
+    cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le,
+    cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge,
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
+}
+_MIRROR = {
+    cst.LessThan: cst.GreaterThan,
+    cst.LessThanEqual: cst.GreaterThanEqual,
+    cst.GreaterThan: cst.LessThan,
+    cst.GreaterThanEqual: cst.LessThanEqual,
+    cst.Equal: cst.Equal,
+    cst.NotEqual: cst.NotEqual,
+}
+_FLAG_METHODS = frozenset({"is_set", "is_closed", "closed", "is_alive", "done", "cancelled", "is_running", "is_connected"})
+
+
+@dataclass
+class Guard:
+    kind: str  # counter | deadline | failure | status | flag | result | unknown
+    attempts: Num = None
+    deadline: Num = None
+
+
+@dataclass
+class GuardEnv:
+    ctx: ModuleContext
+    counters: Dict[str, CounterInfo] = field(default_factory=dict)
+    loop_writes: Dict[str, List[Binding]] = field(default_factory=dict)
+    #: Exception variables of the handlers the guard sits in.
+    failure_names: FrozenSet[str] = frozenset()
+    #: Line of the first attempt in the iteration (guards above it run before the attempt).
+    attempt_line: int = 0
+    #: Collections the loop appends to (``errors.append(e)``): their length counts attempts.
+    appended: FrozenSet[str] = frozenset()
+
+
+def find_counters(writes: Dict[str, List[Binding]], ctx: ModuleContext, loop: cst.CSTNode) -> Dict[str, CounterInfo]:
+    counters: Dict[str, CounterInfo] = {}
+    for name, bindings in writes.items():
+        steps = [_step_of(name, b, ctx) for b in bindings]
+        if not steps or any(s is None for s in steps):
+            continue
+        if len(steps) > 1 and len({s for s in steps if known(s)}) > 1:
+            steps = [UNKNOWN]
+        step = steps[0]
+        counters[name] = CounterInfo(
+            init=_initial(name, loop, ctx, bindings),
+            step=step,
+            update_line=ctx.location(bindings[0].node).line,
+        )
+    return counters
+
+
+def _step_of(name: str, binding: Binding, ctx: ModuleContext) -> Optional[Num]:
+    """+c / -c for ``x += c``, ``x -= c``, ``x = x + c``; None when it is not a counter step."""
+    env = DelayEnv(ctx)
+    if binding.kind == "augassign" and binding.value is not None:
+        amount = shape_of(binding.value, env)
+        if amount.kind != "const":
+            return None
+        if isinstance(binding.operator, cst.AddAssign):
+            return amount.value
+        if isinstance(binding.operator, cst.SubtractAssign):
+            return -float(amount.value) if known(amount.value) else UNKNOWN  # type: ignore[arg-type]
+        return None
+    value = binding.value
+    if binding.kind == "assign" and isinstance(value, cst.BinaryOperation):
+        if isinstance(value.operator, (cst.Add, cst.Subtract)):
+            left, right = dotted_name(value.left), dotted_name(value.right)
+            other = value.right if left == name else value.left if right == name and isinstance(value.operator, cst.Add) else None
+            if other is None:
+                return None
+            amount = shape_of(other, env)
+            if amount.kind != "const":
+                return None
+            if isinstance(value.operator, cst.Subtract):
+                return -float(amount.value) if known(amount.value) else UNKNOWN  # type: ignore[arg-type]
+            return amount.value
+    return None
+
+
+def _initial(name: str, loop: cst.CSTNode, ctx: ModuleContext, loop_bindings: List[Binding]) -> Num:
+    if "." in name:
+        return UNKNOWN
+    # Any Name node inside the loop gives us the right scope to look the name up.
+    probe = next((n for n in walk(loop) if isinstance(n, cst.Name) and n.value == name), None)
+    if probe is None:
+        return UNKNOWN
+    inside = {id(b.node) for b in loop_bindings}
+    outside = [b for b in ctx.bindings(probe) if id(b.node) not in inside and b.kind in ("assign", "annassign", "param")]
+    if len(outside) != 1 or outside[0].kind == "param" or outside[0].value is None:
+        return UNKNOWN
+    shape = shape_of(outside[0].value, DelayEnv(ctx))
+    return shape.value if shape.kind == "const" else UNKNOWN
+
+
+def is_time_call(node: cst.CSTNode, ctx: ModuleContext) -> bool:
+    if not isinstance(node, cst.Call):
+        return False
+    if ctx.call_name(node) & TIME_FUNCTIONS:
+        return True
+    func = node.func
+    # loop.time(), asyncio.get_running_loop().time()
+    if isinstance(func, cst.Attribute) and func.attr.value == "time":
+        receiver = func.value
+        name = dotted_name(receiver) or ""
+        if name.endswith("loop") or isinstance(receiver, cst.Call) and (last_name(receiver.func) or "").endswith("loop"):
+            return True
+    return False
+
+
+def mentions_time(node: cst.CSTNode, ctx: ModuleContext, depth: int = 0) -> bool:
+    """A time call in ``node``, or a name computed from one (``elapsed``, ``deadline``)."""
+    for n in walk(node):
+        if is_time_call(n, ctx):
+            return True
+        if isinstance(n, cst.Name) and depth < 2:
+            for binding in ctx.bindings(n):
+                if binding.value is not None and binding.kind in ("assign", "annassign", "augassign"):
+                    if mentions_time(binding.value, ctx, depth + 1):
+                        return True
+    return False
+
+
+def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_loop_head: bool = False) -> Guard:
+    """What a loop-exit test checks."""
+    test = unwrap_await(test)
+    names = _names(test)
+    if env.failure_names and any(n.split(".")[0] in env.failure_names for n in names):
+        return Guard("failure")
+    if isinstance(test, cst.BooleanOperation):
+        left = classify_guard(test.left, env, guard_line, at_loop_head)
+        right = classify_guard(test.right, env, guard_line, at_loop_head)
+        if isinstance(test.operator, cst.Or):
+            # Either test exits: the tighter of the two bounds holds.
+            return _tighter(left, right)
+        # Both must hold to exit: only a bound if both are bounds.
+        if left.kind in ("counter", "deadline") and right.kind in ("counter", "deadline"):
+            return _looser(left, right)
+        return Guard("unknown") if "unknown" in (left.kind, right.kind) else Guard("flag")
+    if status_set(test, env.ctx) is not None:
+        return Guard("status")
+    counter_names = [n for n in names if n in env.counters]
+    if isinstance(test, cst.Comparison) and counter_names:
+        return Guard("counter", attempts=_attempts(test, env, guard_line, at_loop_head))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = dotted_name(test.expression)
+        if inner in env.counters:  # ``if not retries_left: raise``
+            return Guard("counter", attempts=_truthiness_attempts(inner, env, guard_line, at_loop_head, exit_when_zero=True))
+    if dotted_name(test) in env.counters:  # ``while retries:``
+        return Guard("counter", attempts=_truthiness_attempts(dotted_name(test), env, guard_line, at_loop_head, exit_when_zero=False))
+    if mentions_time(test, env.ctx):
+        return Guard("deadline", deadline=_deadline_value(test, env))
+    if any(isinstance(n, cst.Call) and _call_mentions_counter(n, env) for n in walk(test)):
+        return Guard("counter", attempts=UNKNOWN)
+    if _len_of_growing(test, env):
+        return Guard("counter", attempts=UNKNOWN)
+    if _is_flag(test):
+        return Guard("flag")
+    return Guard("unknown")
+
+
+def _tighter(a: Guard, b: Guard) -> Guard:
+    bounds = [g for g in (a, b) if g.kind in ("counter", "deadline")]
+    if not bounds:
+        return Guard("unknown") if "unknown" in (a.kind, b.kind) else a
+    if len(bounds) == 1:
+        return bounds[0]
+    return Guard(
+        "counter" if "counter" in (a.kind, b.kind) else "deadline",
+        attempts=_min_num(a.attempts, b.attempts),
+        deadline=_min_num(a.deadline, b.deadline),
+    )
+
+
+def _looser(a: Guard, b: Guard) -> Guard:
+    return Guard("counter", attempts=UNKNOWN) if a.kind != b.kind else Guard(a.kind, attempts=UNKNOWN, deadline=UNKNOWN if a.kind == "deadline" else None)
+
+
+def _min_num(a: Num, b: Num) -> Num:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if known(a) and known(b):
+        return min(a, b)  # type: ignore[type-var]
+    return UNKNOWN
+
+
+def _names(node: cst.CSTNode) -> List[str]:
+    return [dotted_name(n) or "" for n in walk(node) if isinstance(n, (cst.Name, cst.Attribute))]
+
+
+def _call_mentions_counter(call: cst.Call, env: GuardEnv) -> bool:
+    return any(name in env.counters for arg in call.args for name in _names(arg.value))
+
+
+def _len_of_growing(test: cst.BaseExpression, env: GuardEnv) -> bool:
+    """``len(errors) >= 5`` where the loop appends to ``errors``."""
+    for n in walk(test):
+        if isinstance(n, cst.Call) and dotted_name(n.func) == "len" and n.args:
+            target = dotted_name(n.args[0].value)
+            if target and target in env.appended:
+                return True
+    return False
+
+
+def _is_flag(test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _is_flag(test.expression)
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return True
+    if isinstance(test, cst.Call) and last_name(test.func) in _FLAG_METHODS and not test.args:
+        return True
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        right = test.comparisons[0].comparator
+        if isinstance(op, (cst.Is, cst.IsNot)) and isinstance(right, cst.Name) and right.value in ("None", "True", "False"):
+            return True
+    return False
+
+
+def _const(expr: cst.BaseExpression, env: GuardEnv) -> Num:
+    shape = shape_of(expr, DelayEnv(env.ctx))
+    return shape.value if shape.kind == "const" else UNKNOWN
+
+
+def _attempts(test: cst.Comparison, env: GuardEnv, guard_line: int, at_loop_head: bool) -> Num:
+    if len(test.comparisons) != 1:
+        return UNKNOWN
+    left, target = test.left, test.comparisons[0]
+    op_type = type(target.operator)
+    right = target.comparator
+    name = dotted_name(left)
+    if name in env.counters:
+        limit = _const(right, env)
+    else:
+        name = dotted_name(right)
+        if name not in env.counters:
+            return UNKNOWN
+        limit = _const(left, env)
+        op_type = _MIRROR.get(op_type, op_type)
+    compare = _COMPARE.get(op_type)
+    counter = env.counters[name]  # type: ignore[index]
+    if compare is None or not (known(limit) and known(counter.init) and known(counter.step)):
+        return UNKNOWN
+    return _simulate(
+        lambda v: compare(v, float(limit)),  # type: ignore[arg-type]
+        counter,
+        guard_line,
+        at_loop_head,
+        env,
+    )
+
+
+def _truthiness_attempts(name: Optional[str], env: GuardEnv, guard_line: int, at_loop_head: bool, exit_when_zero: bool) -> Num:
+    counter = env.counters.get(name or "")
+    if counter is None or not (known(counter.init) and known(counter.step)):
+        return UNKNOWN
+    if at_loop_head:
+        # ``while retries:`` keeps going while the counter is non-zero.
+        return _simulate(lambda v: v != 0, counter, guard_line, True, env)
+    return _simulate(lambda v: v == 0, counter, guard_line, False, env)
+
+
+def _simulate(condition: Callable[[float], bool], counter: CounterInfo, guard_line: int, at_loop_head: bool, env: GuardEnv) -> Num:
+    """Count the attempts a counter test allows, stepping the counter as the loop does."""
+    init, step = float(counter.init), float(counter.step)  # type: ignore[arg-type]
+    if at_loop_head:
+        # while <condition>: the body (one attempt) runs while the condition holds.
+        value, runs = init, 0
+        while condition(value):
+            runs += 1
+            value += step
+            if runs > 100_000:
+                return UNKNOWN
+        return runs
+    before = counter.update_line and counter.update_line < guard_line
+    guard_before_attempt = env.attempt_line and guard_line < env.attempt_line
+    for k in range(1, 100_001):
+        value = init + step * (k if before else k - 1)
+        if condition(value):
+            return k - 1 if guard_before_attempt else k
+    return UNKNOWN
+
+
+def _deadline_value(test: cst.BaseExpression, env: GuardEnv) -> Num:
+    """``time.monotonic() - start > 30`` → 30; ``time.monotonic() < deadline`` with
+    ``deadline = time.monotonic() + 30`` → 30; anything else is unknown."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return UNKNOWN
+    sides = [test.left, test.comparisons[0].comparator]
+    for side in sides:
+        if not mentions_time(side, env.ctx):
+            value = _const(side, env)
+            if known(value):
+                return value
+            if isinstance(side, (cst.Name, cst.Attribute)):
+                return UNKNOWN
+    for side in sides:
+        if isinstance(side, cst.Name):
+            for binding in env.ctx.bindings(side):
+                value = binding.value
+                if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+                    for part in (value.left, value.right):
+                        if not mentions_time(part, env.ctx):
+                            amount = _const(part, env)
+                            if known(amount):
+                                return amount
+    return UNKNOWN

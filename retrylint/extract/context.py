@@ -1,0 +1,221 @@
+"""What extractors know about one module: libcst metadata, names, positions, assignments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
+from libcst._metadata_dependent import LazyValue
+from libcst.metadata import (
+    Assignment,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+from libcst.metadata.scope_provider import Scope
+
+from ..model import Location
+from ..settings import Settings
+from ..syntax import dotted_name, walk
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One place a name gets a value."""
+
+    #: ``assign`` (``x = v``), ``augassign`` (``x += v``), ``annassign``, ``param``,
+    #: ``for`` (loop target), ``with``, ``except``, ``import``, ``def``, ``class``, ``other``.
+    kind: str
+    node: cst.CSTNode  # the statement or node that binds
+    value: Optional[cst.BaseExpression]  # the assigned expression where there is one
+    operator: Optional[cst.BaseAugOp] = None  # for augassign
+
+
+class ModuleContext:
+    """libcst metadata for one module, resolved once and shared by every extractor."""
+
+    def __init__(self, module: cst.Module, path: str, settings: Settings) -> None:
+        self.module = module
+        self.path = path
+        self.settings = settings
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        resolved = self.wrapper.resolve_many(
+            [QualifiedNameProvider, ScopeProvider, ParentNodeProvider, PositionProvider]
+        )
+        self._qnames = resolved[QualifiedNameProvider]
+        self._scopes = resolved[ScopeProvider]
+        self._parents = resolved[ParentNodeProvider]
+        self._positions = resolved[PositionProvider]
+        self._binding_cache: Dict[Tuple[int, str], Tuple[Binding, ...]] = {}
+
+    # ------------------------------------------------------------ metadata
+
+    def qualified_names(self, node: cst.CSTNode) -> FrozenSet[str]:
+        """Qualified names of an expression, ``builtins.`` dropped: ``time.sleep``, ``ValueError``."""
+        value = self._qnames.get(node)
+        if isinstance(value, LazyValue):
+            value = value()
+        if not value:
+            return frozenset()
+        out = set()
+        for q in value:
+            name = q.name
+            if name.startswith("builtins."):
+                name = name[len("builtins.") :]
+            out.add(name)
+        return frozenset(out)
+
+    def is_call_to(self, node: cst.CSTNode, names: Iterable[str]) -> bool:
+        if not isinstance(node, cst.Call):
+            return False
+        return bool(self.qualified_names(node.func) & frozenset(names))
+
+    def call_name(self, call: cst.Call) -> FrozenSet[str]:
+        return self.qualified_names(call.func)
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+        current = self._parents.get(node)
+        while current is not None:
+            yield current
+            current = self._parents.get(current)
+
+    def scope(self, node: cst.CSTNode) -> Optional[Scope]:
+        value = self._scopes.get(node)
+        if isinstance(value, LazyValue):
+            value = value()
+        return value
+
+    def location(self, node: cst.CSTNode, end: Optional[cst.CSTNode] = None) -> Location:
+        start = self._positions[node]
+        stop = self._positions[end] if end is not None else start
+        return Location(start.start.line, start.start.column + 1, stop.end.line, stop.end.column + 1)
+
+    def code(self, node: cst.CSTNode) -> str:
+        text = self.module.code_for_node(node).strip()
+        return " ".join(text.split())
+
+    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                return ancestor
+        return None
+
+    # ------------------------------------------------------------ bindings
+
+    def bindings(self, name_node: cst.CSTNode, name: Optional[str] = None) -> Tuple[Binding, ...]:
+        """Every binding of a simple name as seen from ``name_node``'s scope."""
+        name = name or (name_node.value if isinstance(name_node, cst.Name) else None)
+        if name is None:
+            return ()
+        scope = self.scope(name_node)
+        if scope is None:
+            return ()
+        key = (id(scope), name)
+        cached = self._binding_cache.get(key)
+        if cached is not None:
+            return cached
+        result = tuple(self._binding(a) for a in scope[name])
+        self._binding_cache[key] = result
+        return result
+
+    def _binding(self, assignment: object) -> Binding:
+        if not isinstance(assignment, Assignment):
+            return Binding("import", getattr(assignment, "node", cst.Pass()), None)
+        node = assignment.node
+        if isinstance(node, cst.Param):
+            return Binding("param", node, node.default)
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            return Binding("import", node, None)
+        if isinstance(node, cst.FunctionDef):
+            return Binding("def", node, None)
+        if isinstance(node, cst.ClassDef):
+            return Binding("class", node, None)
+        parent = self.parent(node)
+        if isinstance(parent, cst.AssignTarget):
+            statement = self.parent(parent)
+            if isinstance(statement, cst.Assign):
+                return Binding("assign", statement, statement.value)
+        if isinstance(parent, cst.AugAssign):
+            return Binding("augassign", parent, parent.value, parent.operator)
+        if isinstance(parent, cst.AnnAssign):
+            return Binding("annassign", parent, parent.value)
+        if isinstance(parent, (cst.For, cst.CompFor)):
+            return Binding("for", parent, None)
+        if isinstance(parent, cst.AsName):
+            owner = self.parent(parent)
+            if isinstance(owner, cst.WithItem):
+                return Binding("with", owner, owner.item)
+            if isinstance(owner, (cst.ExceptHandler, cst.ExceptStarHandler)):
+                return Binding("except", owner, None)
+        if isinstance(parent, cst.NamedExpr):
+            return Binding("assign", parent, parent.value)
+        return Binding("other", node, None)
+
+    def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The statement (small or compound) that holds ``node``."""
+        current: cst.CSTNode = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.SimpleStatementLine, cst.IndentedBlock, cst.Module)):
+                return current
+            current = ancestor
+        return current
+
+    def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return any(a is container for a in self.ancestors(node))
+
+    def module_constant(self, name: str) -> Optional[cst.BaseExpression]:
+        """The value of ``NAME = value`` at module level, if assigned exactly once."""
+        values: List[cst.BaseExpression] = []
+        for statement in self.module.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign):
+                        for target in small.targets:
+                            if isinstance(target.target, cst.Name) and target.target.value == name:
+                                values.append(small.value)
+                    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                        if isinstance(small.target, cst.Name) and small.target.value == name:
+                            values.append(small.value)
+        return values[0] if len(values) == 1 else None
+
+    def writes_in(self, container: cst.CSTNode) -> Dict[str, List[Binding]]:
+        """Names and attributes (``self.delay``) assigned inside ``container`` (own frame only)."""
+        out: Dict[str, List[Binding]] = {}
+        for node in walk(container):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    for name in _target_names(target.target):
+                        out.setdefault(name, []).append(Binding("assign", node, node.value))
+            elif isinstance(node, cst.AugAssign):
+                name = dotted_name(node.target)
+                if name:
+                    out.setdefault(name, []).append(Binding("augassign", node, node.value, node.operator))
+            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                name = dotted_name(node.target)
+                if name:
+                    out.setdefault(name, []).append(Binding("annassign", node, node.value))
+            elif isinstance(node, cst.NamedExpr):
+                name = dotted_name(node.target)
+                if name:
+                    out.setdefault(name, []).append(Binding("assign", node, node.value))
+            elif isinstance(node, (cst.For,)) and node is not container:
+                for name in _target_names(node.target):
+                    out.setdefault(name, []).append(Binding("for", node, None))
+        return out
+
+
+def _target_names(target: cst.BaseExpression) -> Set[str]:
+    name = dotted_name(target)
+    if name:
+        return {name}
+    names: Set[str] = set()
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            names |= _target_names(element.value)
+    return names

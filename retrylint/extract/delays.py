@@ -1,0 +1,866 @@
+"""Recognise sleeps and classify delay expressions: none, fixed, linear, exponential, jittered.
+
+A delay expression is evaluated symbolically as a function of the retry number:
+counters (``attempt``) are linear, ``2 ** attempt`` and ``delay *= 2`` are
+exponential, ``min(cap, …)`` caps, ``random.*`` adds jitter.  Names are followed
+through simple local assignments and module constants; anything else is
+*unknown* and no rule judges it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ..model import (
+    NO_JITTER,
+    UNKNOWN,
+    Delay,
+    DelayKind,
+    Jitter,
+    JitterKind,
+    Num,
+    known,
+)
+from ..syntax import call_args, dotted_name, last_name, number, unwrap_await, walk
+from .context import Binding, ModuleContext
+
+SLEEP_FUNCTIONS = frozenset(
+    {
+        "time.sleep",
+        "asyncio.sleep",
+        "asyncio.tasks.sleep",
+        "trio.sleep",
+        "anyio.sleep",
+        "gevent.sleep",
+        "eventlet.sleep",
+        "eventlet.greenthread.sleep",
+        "tornado.gen.sleep",
+        "curio.sleep",
+    }
+)
+
+_EVENT_CONSTRUCTORS = frozenset(
+    {"threading.Event", "threading.Condition", "multiprocessing.Event", "gevent.event.Event"}
+)
+_EVENTISH = re.compile(r"(event|stop|shutdown|clos|exit|quit|cancel|wake|halt|terminat|done|finish|evt)", re.I)
+#: A call in the failure path whose name says it waits: its delay is unknown, not absent.
+_WAITISH = re.compile(r"(sleep|wait|backoff|delay|pause|throttle|cool_?down|jitter)", re.I)
+
+_RANDOM_FUNCTIONS = {
+    "random.random": "unit",
+    "random.uniform": "range",
+    "random.randint": "range",
+    "random.randrange": "randrange",
+    "random.triangular": "range",
+    "secrets.randbelow": "below",
+    "numpy.random.random": "unit",
+    "numpy.random.rand": "unit",
+    "numpy.random.random_sample": "unit",
+    "numpy.random.uniform": "range",
+    "numpy.random.randint": "randrange",
+}
+_RANDOM_UNKNOWN_SHAPE = frozenset(
+    {
+        "random.gauss",
+        "random.normalvariate",
+        "random.expovariate",
+        "random.choice",
+        "random.betavariate",
+        "random.lognormvariate",
+        "numpy.random.normal",
+        "numpy.random.exponential",
+        "numpy.random.choice",
+    }
+)
+_RANDOM_METHODS = {
+    "random": "unit",
+    "random_sample": "unit",
+    "uniform": "range",
+    "randint": "range",
+    "integers": "randrange",
+    "randrange": "randrange",
+    "triangular": "range",
+}
+_RNG_CONSTRUCTORS = frozenset(
+    {
+        "random.Random",
+        "random.SystemRandom",
+        "secrets.SystemRandom",
+        "numpy.random.default_rng",
+        "numpy.random.RandomState",
+        "numpy.random.Generator",
+    }
+)
+_PASSTHROUGH = frozenset({"float", "int", "round", "abs", "math.ceil", "math.floor", "datetime.timedelta"})
+
+
+# ---------------------------------------------------------------- sleeps
+
+
+@dataclass(frozen=True)
+class Sleep:
+    call: cst.Call
+    #: The delay expression; None when the call waits for an unknown time.
+    delay: Optional[cst.BaseExpression]
+
+
+def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
+    """A call that waits before the next attempt, with its delay expression."""
+    names = ctx.call_name(call)
+    if names & SLEEP_FUNCTIONS:
+        positional, keywords = call_args(call)
+        arg = keywords.get("seconds", keywords.get("delay", positional[0] if positional else None))
+        if arg is None:
+            return Sleep(call, cst.Integer("0")) if not call.args else Sleep(call, None)
+        return Sleep(call, arg)
+    if names & {"asyncio.wait_for"}:
+        positional, keywords = call_args(call)
+        waited = unwrap_await(positional[0]) if positional else None
+        timeout = keywords.get("timeout", positional[1] if len(positional) > 1 else None)
+        if isinstance(waited, cst.Call) and last_name(waited.func) == "wait" and timeout is not None:
+            return Sleep(call, timeout)
+        return None
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "wait":
+        positional, keywords = call_args(call)
+        timeout = keywords.get("timeout", positional[0] if positional else None)
+        if timeout is not None and _is_event(func.value, ctx):
+            return Sleep(call, timeout)
+        return None
+    name = last_name(func)
+    if name and _WAITISH.search(name) and not (names & {"asyncio.wait_for", "asyncio.wait"}):
+        return Sleep(call, None)
+    return None
+
+
+def _is_event(receiver: cst.BaseExpression, ctx: ModuleContext) -> bool:
+    name = dotted_name(receiver)
+    if name is None:
+        return False
+    if _EVENTISH.search(name.rsplit(".", 1)[-1]):
+        return True
+    if isinstance(receiver, cst.Name):
+        for binding in ctx.bindings(receiver):
+            value = binding.value
+            if isinstance(value, cst.Call) and ctx.call_name(value) & _EVENT_CONSTRUCTORS:
+                return True
+    return False
+
+
+# ---------------------------------------------------------------- shapes
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A delay as a function of the retry number k = 1, 2, 3 …"""
+
+    kind: str  # const | linear | exp | steps | random | unknown
+    value: Num = UNKNOWN  # at the first retry
+    slope: Num = None  # linear
+    factor: Num = None  # exp
+    cap: Num = None
+    steps: Optional[Tuple[float, ...]] = None
+    jitter: Jitter = NO_JITTER
+    low: Optional["Shape"] = None  # random: bounds of the range
+    high: Optional["Shape"] = None
+    decorrelated: bool = False
+
+    @property
+    def grows(self) -> bool:
+        return self.kind in ("linear", "exp", "steps", "unknown")
+
+
+CONST_UNKNOWN = Shape("const")
+UNKNOWN_SHAPE = Shape("unknown")
+
+
+def const(value: Num) -> Shape:
+    return Shape("const", value=value)
+
+
+@dataclass
+class CounterInfo:
+    """A name the loop steps on each attempt (``attempt += 1``, ``retries -= 1``, a range target)."""
+
+    init: Num
+    step: Num
+    #: The line where the loop changes it (0 for a for-loop target: it changes at the loop head).
+    update_line: int = 0
+
+
+@dataclass
+class DelayEnv:
+    """What the delay classifier knows about the loop or function around a sleep."""
+
+    ctx: ModuleContext
+    counters: Dict[str, CounterInfo] = field(default_factory=dict)
+    #: Names written inside the loop (own iteration), with their bindings.
+    loop_writes: Dict[str, List[Binding]] = field(default_factory=dict)
+    #: Values of ``for x in [1, 2, 4]`` loop targets.
+    step_targets: Dict[str, Tuple[float, ...]] = field(default_factory=dict)
+    #: Loop targets over an unknown iterable of delays.
+    opaque_targets: Tuple[str, ...] = ()
+    #: The line of the sleep being classified (updates before it count for the first retry).
+    sleep_line: int = 0
+    depth: int = 0
+
+
+def classify(expr: Optional[cst.BaseExpression], env: DelayEnv) -> Delay:
+    """The model delay of one sleep's argument."""
+    if expr is None:
+        return Delay(DelayKind.UNKNOWN)
+    text = env.ctx.code(expr)
+    shape = shape_of(expr, env)
+    delay = to_delay(shape)
+    return replace(delay, text=text, honours_retry_after="retry" in text.lower() and "after" in text.lower())
+
+
+def to_delay(shape: Shape) -> Delay:
+    if shape.kind == "const":
+        if known(shape.value) and float(shape.value) <= 0:  # type: ignore[arg-type]
+            return Delay(DelayKind.NONE)
+        return Delay(DelayKind.FIXED, base=shape.value, cap=shape.cap)
+    if shape.kind == "random":
+        low = shape.low.value if shape.low and shape.low.kind == "const" else UNKNOWN
+        high = shape.high.value if shape.high and shape.high.kind == "const" else UNKNOWN
+        if known(low) and known(high):
+            if float(low) == 0:  # type: ignore[arg-type]
+                return Delay(DelayKind.FIXED, base=high, jitter=Jitter(JitterKind.FULL))
+            return Delay(DelayKind.FIXED, base=low, jitter=Jitter(JitterKind.ADDITIVE, float(high) - float(low)))  # type: ignore[arg-type]
+        if shape.low and shape.high and not shape.low.grows and not shape.high.grows:
+            return Delay(DelayKind.FIXED, base=UNKNOWN, jitter=Jitter(JitterKind.UNKNOWN))
+        return Delay(DelayKind.UNKNOWN, jitter=Jitter(JitterKind.UNKNOWN))
+    if shape.kind == "linear":
+        if known(shape.slope) and float(shape.slope) == 0:  # type: ignore[arg-type]
+            return Delay(DelayKind.FIXED, base=shape.value, cap=shape.cap, jitter=shape.jitter)
+        if known(shape.slope) and float(shape.slope) < 0:  # type: ignore[arg-type]
+            return Delay(DelayKind.UNKNOWN, jitter=shape.jitter)
+        return Delay(DelayKind.LINEAR, base=shape.value, step=shape.slope, cap=shape.cap, jitter=shape.jitter)
+    if shape.kind == "exp":
+        if known(shape.factor) and float(shape.factor) <= 1:  # type: ignore[arg-type]
+            if float(shape.factor) == 1:  # type: ignore[arg-type]
+                return Delay(DelayKind.FIXED, base=shape.value, cap=shape.cap, jitter=shape.jitter)
+            return Delay(DelayKind.UNKNOWN, jitter=shape.jitter)
+        jitter = shape.jitter
+        if shape.decorrelated:
+            jitter = Jitter(JitterKind.DECORRELATED)
+        return Delay(DelayKind.EXPONENTIAL, base=shape.value, factor=shape.factor, cap=shape.cap, jitter=jitter)
+    if shape.kind == "steps" and shape.steps:
+        return Delay(DelayKind.STEPS, steps=shape.steps, base=shape.steps[0], jitter=shape.jitter)
+    return Delay(DelayKind.UNKNOWN, jitter=shape.jitter)
+
+
+def shape_of(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
+    if env.depth > 12:
+        return UNKNOWN_SHAPE
+    expr = unwrap_await(expr)
+    value = number(expr)
+    if value is not None:
+        return const(value)
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return _shape_of_name(expr, env)
+    if isinstance(expr, cst.BinaryOperation):
+        return _binary(expr, env)
+    if isinstance(expr, cst.Call):
+        return _call(expr, env)
+    if isinstance(expr, cst.Subscript):
+        return _subscript(expr, env)
+    if isinstance(expr, cst.IfExp):
+        a, b = _sub(expr.body, env), _sub(expr.orelse, env)
+        if a.kind == b.kind == "const":
+            return CONST_UNKNOWN if a.value != b.value else a
+        return UNKNOWN_SHAPE
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return UNKNOWN_SHAPE
+    return UNKNOWN_SHAPE
+
+
+def _sub(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
+    env.depth += 1
+    try:
+        return shape_of(expr, env)
+    finally:
+        env.depth -= 1
+
+
+# ---------------------------------------------------------------- names
+
+
+def _shape_of_name(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
+    name = dotted_name(expr)
+    if name is None:
+        return UNKNOWN_SHAPE
+    counter = env.counters.get(name)
+    if counter is not None:
+        # Its value at the first retry's sleep: stepped once already if the update comes first.
+        stepped = counter.update_line and env.sleep_line and counter.update_line < env.sleep_line
+        start = _add_num(counter.init, counter.step) if stepped else counter.init
+        return Shape("linear", value=start, slope=counter.step)
+    if name in env.step_targets:
+        return Shape("steps", steps=env.step_targets[name], value=env.step_targets[name][0])
+    if name in env.opaque_targets:
+        return UNKNOWN_SHAPE
+    writes = env.loop_writes.get(name)
+    if writes:
+        return _written_in_loop(name, expr, writes, env)
+    return _loop_invariant(expr, env)
+
+
+def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
+    """A value the loop does not change: constant, maybe of unknown value."""
+    if isinstance(expr, cst.Name):
+        bindings = [b for b in env.ctx.bindings(expr) if b.kind != "import"]
+        values = [b for b in bindings if b.kind in ("assign", "annassign") and b.value is not None]
+        if len(bindings) == 1 and len(values) == 1:
+            inner = _sub(values[0].value, env)  # type: ignore[arg-type]
+            if inner.kind == "const":
+                return inner
+            if inner.kind == "random":
+                return inner  # drawn once, outside the loop: still the same delay every time
+            return CONST_UNKNOWN
+        if not bindings:
+            constant = env.ctx.module_constant(expr.value)
+            if constant is not None:
+                inner = _sub(constant, env)
+                return inner if inner.kind == "const" else CONST_UNKNOWN
+    return CONST_UNKNOWN
+
+
+def _written_in_loop(name: str, expr: cst.BaseExpression, writes: List[Binding], env: DelayEnv) -> Shape:
+    target = name
+    recurrences = [w for w in writes if w.value is not None and _mentions(w.value, target) or w.kind == "augassign"]
+    plain = [w for w in writes if w not in recurrences]
+    if not recurrences:
+        if len(plain) == 1 and plain[0].value is not None:
+            return _sub(plain[0].value, env)
+        shapes = [_sub(w.value, env) for w in plain if w.value is not None]
+        if shapes and len(shapes) == len(plain) and all(s == shapes[0] for s in shapes):
+            return shapes[0]
+        return UNKNOWN_SHAPE
+    initial = _initial_value(expr, env)
+    if initial is None:
+        initial = CONST_UNKNOWN
+    shape: Optional[Shape] = None
+    cap: Num = None
+    for write in recurrences:
+        step = _recurrence(name, write, initial, env)
+        if step is None:
+            return UNKNOWN_SHAPE
+        if step.kind == "cap":
+            cap = step.value
+            continue
+        if shape is not None:
+            return UNKNOWN_SHAPE
+        shape = step
+        if _before_sleep(write.node, env):
+            shape = _advance(shape)
+    # A plain reset inside the loop (``delay = cap`` under ``if delay > cap``) is a cap.
+    for write in plain:
+        capped = _cap_assignment(name, write, env)
+        if capped is None:
+            return UNKNOWN_SHAPE
+        cap = capped
+    if shape is None:
+        return UNKNOWN_SHAPE
+    if cap is not None:
+        shape = replace(shape, cap=cap)
+    return shape
+
+
+def _advance(shape: Shape) -> Shape:
+    """The shape one retry later (the update runs before the first sleep)."""
+    if not known(shape.value):
+        return shape
+    if shape.kind == "exp" and known(shape.factor):
+        return replace(shape, value=float(shape.value) * float(shape.factor))  # type: ignore[arg-type]
+    if shape.kind == "linear" and known(shape.slope):
+        return replace(shape, value=float(shape.value) + float(shape.slope))  # type: ignore[arg-type]
+    return shape
+
+
+def _before_sleep(node: cst.CSTNode, env: DelayEnv) -> bool:
+    if not env.sleep_line:
+        return False
+    try:
+        return env.ctx.location(node).line < env.sleep_line
+    except KeyError:
+        return False
+
+
+def _initial_value(expr: cst.BaseExpression, env: DelayEnv) -> Optional[Shape]:
+    """The value before the loop: the one binding outside it."""
+    if not isinstance(expr, cst.Name):
+        return None
+    outside = []
+    for binding in env.ctx.bindings(expr):
+        if binding.kind in ("assign", "annassign", "param") and not _binding_in_loop(binding, env):
+            outside.append(binding)
+    if len(outside) != 1:
+        return None
+    value = outside[0].value
+    if value is None:
+        return CONST_UNKNOWN
+    if outside[0].kind == "param":
+        return CONST_UNKNOWN
+    return _sub(value, env)
+
+
+def _binding_in_loop(binding: Binding, env: DelayEnv) -> bool:
+    for writes in env.loop_writes.values():
+        if any(w.node is binding.node for w in writes):
+            return True
+    return False
+
+
+def _recurrence(name: str, write: Binding, initial: Shape, env: DelayEnv) -> Optional[Shape]:
+    """``d *= 2``, ``d = d * 2``, ``d = min(d * 2, cap)``, ``d += 1``, ``d = uniform(b, d * 3)``."""
+    target = name
+    if write.kind == "augassign":
+        op = write.operator
+        step = _sub(write.value, env) if write.value is not None else UNKNOWN_SHAPE
+        if step.kind != "const":
+            return None
+        if isinstance(op, cst.MultiplyAssign):
+            return Shape("exp", value=initial.value, factor=step.value)
+        if isinstance(op, cst.AddAssign):
+            return Shape("linear", value=initial.value, slope=step.value)
+        if isinstance(op, cst.LeftShiftAssign) and known(step.value):
+            return Shape("exp", value=initial.value, factor=2 ** float(step.value))  # type: ignore[arg-type]
+        return None
+    value = write.value
+    if value is None:
+        return None
+    value = unwrap_await(value)
+    # d = min(d, cap): a cap written as its own statement.
+    if isinstance(value, cst.Call) and env.ctx.call_name(value) & {"min"}:
+        positional, _ = call_args(value)
+        inner = [a for a in positional if _mentions(a, target)]
+        others = [a for a in positional if not _mentions(a, target)]
+        if len(inner) == 1 and len(others) == 1:
+            cap = _sub(others[0], env)
+            cap_value = cap.value if cap.kind == "const" else UNKNOWN
+            if _is_bare(inner[0], target):
+                return Shape("cap", value=cap_value)
+            step = _recurrence_expr(inner[0], target, initial, env)
+            if step is None:
+                return None
+            return replace(step, cap=cap_value)
+        return None
+    return _recurrence_expr(value, target, initial, env)
+
+
+def _recurrence_expr(value: cst.BaseExpression, target, initial: Shape, env: DelayEnv) -> Optional[Shape]:
+    value = unwrap_await(value)
+    if isinstance(value, cst.BinaryOperation):
+        left_self = _is_bare(value.left, target)
+        right_self = _is_bare(value.right, target)
+        other = value.right if left_self else value.left if right_self else None
+        if other is None:
+            return None
+        step = _sub(other, env)
+        if step.kind != "const":
+            return None
+        if isinstance(value.operator, cst.Multiply):
+            return Shape("exp", value=initial.value, factor=step.value)
+        if isinstance(value.operator, cst.Add):
+            return Shape("linear", value=initial.value, slope=step.value)
+        if isinstance(value.operator, cst.Power) and left_self:
+            return None
+        return None
+    if isinstance(value, cst.Call):
+        kind = _random_kind(value, env)
+        if kind is not None:
+            positional, _ = call_args(value)
+            # Decorrelated jitter: uniform(base, previous * 3).
+            if len(positional) == 2 and _mentions(positional[1], target) and not _mentions(positional[0], target):
+                base = _sub(positional[0], env)
+                return Shape("exp", value=base.value if base.kind == "const" else UNKNOWN, factor=3.0, decorrelated=True,
+                             jitter=Jitter(JitterKind.DECORRELATED))
+        return None
+    return None
+
+
+def _cap_assignment(name: str, write: Binding, env: DelayEnv) -> Optional[Num]:
+    """``if d > cap: d = cap`` inside the loop: the assigned value is the cap."""
+    if write.value is None:
+        return None
+    node = write.node
+    for ancestor in env.ctx.ancestors(node):
+        if isinstance(ancestor, cst.If):
+            if name in _names_in(ancestor.test) and isinstance(ancestor.test, cst.Comparison):
+                cap = _sub(write.value, env)
+                return cap.value if cap.kind == "const" else UNKNOWN
+            return None
+        if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef)):
+            return None
+    return None
+
+
+def _names_in(expr: cst.CSTNode) -> List[str]:
+    return [dotted_name(n) or "" for n in walk(expr) if isinstance(n, (cst.Name, cst.Attribute))]
+
+
+def _is_bare(expr: cst.BaseExpression, target: str) -> bool:
+    return dotted_name(unwrap_await(expr)) == target
+
+
+def _mentions(expr: cst.CSTNode, target: str) -> bool:
+    return target in _names_in(expr)
+
+
+# ---------------------------------------------------------------- operators
+
+
+def _binary(expr: cst.BinaryOperation, env: DelayEnv) -> Shape:
+    op = expr.operator
+    if isinstance(op, cst.Power):
+        return _power(_sub(expr.left, env), _sub(expr.right, env))
+    if isinstance(op, cst.LeftShift):
+        # a << n == a * 2 ** n
+        return _multiply(_sub(expr.left, env), _power(const(2.0), _sub(expr.right, env)))
+    left, right = _sub(expr.left, env), _sub(expr.right, env)
+    if isinstance(op, cst.Multiply):
+        return _multiply(left, right)
+    if isinstance(op, (cst.Divide, cst.FloorDivide)):
+        if right.kind == "const":
+            if known(right.value) and float(right.value) != 0:  # type: ignore[arg-type]
+                return _scale(left, 1.0 / float(right.value))  # type: ignore[arg-type]
+            return _scale(left, UNKNOWN)
+        return UNKNOWN_SHAPE
+    if isinstance(op, cst.Add):
+        return _add(left, right)
+    if isinstance(op, cst.Subtract):
+        if right.kind == "const":
+            return _shift(left, _neg(right.value))
+        if left.kind == "const" and right.kind == "linear":
+            return Shape("linear", value=_sub_num(left.value, right.value), slope=_neg(right.slope))
+        return UNKNOWN_SHAPE
+    return UNKNOWN_SHAPE
+
+
+def _power(base: Shape, exponent: Shape) -> Shape:
+    if base.kind == "const" and exponent.kind == "const":
+        return const(_pow(base.value, exponent.value))
+    if base.kind == "const" and exponent.kind == "linear":
+        if not known(base.value):
+            return Shape("exp", value=UNKNOWN, factor=UNKNOWN)
+        b = float(base.value)  # type: ignore[arg-type]
+        if known(exponent.slope) and float(exponent.slope) <= 0:  # type: ignore[arg-type]
+            return UNKNOWN_SHAPE
+        factor = _pow(b, exponent.slope)
+        value = _pow(b, exponent.value)
+        if exponent.cap is not None:
+            # 2 ** min(attempt, 6): a clamped exponent caps the delay.
+            return Shape("exp", value=value, factor=factor, cap=_pow(b, exponent.cap))
+        return Shape("exp", value=value, factor=factor)
+    if base.kind == "const" and exponent.kind == "steps" and known(base.value):
+        return Shape("steps", steps=tuple(float(base.value) ** s for s in exponent.steps or ()))  # type: ignore[arg-type]
+    if base.kind in ("linear", "exp") and exponent.kind == "const":
+        return UNKNOWN_SHAPE
+    return UNKNOWN_SHAPE
+
+
+def _pow(a: Num, b: Num) -> Num:
+    if known(a) and known(b):
+        try:
+            return float(a) ** float(b)  # type: ignore[arg-type]
+        except (OverflowError, ZeroDivisionError, ValueError):
+            return UNKNOWN
+    if b is None:
+        return None
+    return UNKNOWN
+
+
+def _mul(a: Num, b: Num) -> Num:
+    if a is None or b is None:
+        return None
+    if known(a) and known(b):
+        return float(a) * float(b)  # type: ignore[arg-type]
+    return UNKNOWN
+
+
+def _add_num(a: Num, b: Num) -> Num:
+    if known(a) and known(b):
+        return float(a) + float(b)  # type: ignore[arg-type]
+    return UNKNOWN
+
+
+def _sub_num(a: Num, b: Num) -> Num:
+    if known(a) and known(b):
+        return float(a) - float(b)  # type: ignore[arg-type]
+    return UNKNOWN
+
+
+def _neg(a: Num) -> Num:
+    return -float(a) if known(a) else UNKNOWN  # type: ignore[arg-type]
+
+
+def _scale(shape: Shape, c: Num) -> Shape:
+    if shape.kind == "const":
+        return const(_mul(shape.value, c))
+    if shape.kind == "linear":
+        return replace(shape, value=_mul(shape.value, c), slope=_mul(shape.slope, c), cap=_mul(shape.cap, c))
+    if shape.kind == "exp":
+        return replace(shape, value=_mul(shape.value, c), cap=_mul(shape.cap, c))
+    if shape.kind == "steps" and shape.steps and known(c):
+        return replace(shape, steps=tuple(s * float(c) for s in shape.steps), value=_mul(shape.value, c))  # type: ignore[arg-type]
+    if shape.kind == "random" and shape.low and shape.high:
+        return replace(shape, low=_scale(shape.low, c), high=_scale(shape.high, c))
+    return shape
+
+
+def _shift(shape: Shape, c: Num) -> Shape:
+    if shape.kind in ("const", "linear", "exp"):
+        return replace(shape, value=_add_num(shape.value, c))
+    if shape.kind == "random" and shape.low and shape.high:
+        return replace(shape, low=_shift(shape.low, c), high=_shift(shape.high, c))
+    return shape
+
+
+def _multiply(a: Shape, b: Shape) -> Shape:
+    if b.kind == "const" and a.kind != "const":
+        a, b = b, a
+    if a.kind == "const":
+        return _scale(b, a.value)
+    if a.kind == "random" and b.kind != "random":
+        a, b = b, a
+    if b.kind == "random" and a.kind in ("exp", "linear", "steps"):
+        return _jitter_multiplicative(a, b)
+    if a.kind == "exp" and b.kind == "exp":
+        return Shape("exp", value=_mul(a.value, b.value), factor=_mul(a.factor, b.factor))
+    if a.kind == "random" and b.kind == "random":
+        return Shape("random", low=UNKNOWN_SHAPE, high=UNKNOWN_SHAPE)
+    return UNKNOWN_SHAPE
+
+
+def _jitter_multiplicative(growing: Shape, rand: Shape) -> Shape:
+    """``d * random()`` (full), ``d * uniform(0.5, 1.5)`` (±50 %)."""
+    low = rand.low.value if rand.low and rand.low.kind == "const" else UNKNOWN
+    high = rand.high.value if rand.high and rand.high.kind == "const" else UNKNOWN
+    if not (known(low) and known(high)):
+        return replace(growing, jitter=Jitter(JitterKind.UNKNOWN))
+    lo, hi = float(low), float(high)  # type: ignore[arg-type]
+    if lo <= 0:
+        return replace(_scale(growing, hi), jitter=Jitter(JitterKind.FULL))
+    if hi <= lo:
+        return _scale(growing, lo)
+    centre = (lo + hi) / 2
+    band = (hi - lo) / (hi + lo)
+    if abs(lo - hi / 2) < 1e-9:
+        return replace(_scale(growing, hi), jitter=Jitter(JitterKind.EQUAL))
+    return replace(_scale(growing, centre), jitter=Jitter(JitterKind.PROPORTIONAL, round(band, 6)))
+
+
+def _add(a: Shape, b: Shape) -> Shape:
+    if a.kind == "const" and b.kind != "const":
+        a, b = b, a
+    if b.kind == "const":
+        return _shift(a, b.value)
+    if a.kind == "random" and b.kind != "random":
+        a, b = b, a
+    if b.kind == "random":
+        return _jitter_additive(a, b)
+    if a.kind == "linear" and b.kind == "linear":
+        return Shape("linear", value=_add_num(a.value, b.value), slope=_add_num(a.slope, b.slope))
+    if {a.kind, b.kind} == {"exp", "linear"}:
+        exp = a if a.kind == "exp" else b
+        other = b if exp is a else a
+        return replace(exp, value=_add_num(exp.value, other.value))
+    if a.kind == "exp" and b.kind == "exp" and a.factor == b.factor:
+        return _add_exponentials(a, b)
+    return UNKNOWN_SHAPE
+
+
+def _add_exponentials(a: Shape, b: Shape) -> Shape:
+    """``d/2 + uniform(0, d/2)`` is equal jitter; other jittered sums keep "some jitter"."""
+    cap = _add_num(a.cap, b.cap) if a.cap is not None and b.cap is not None else None
+    total = _add_num(a.value, b.value)
+    if not a.jitter.present and not b.jitter.present:
+        return replace(a, value=total, cap=cap)
+    plain, rand = (a, b) if not a.jitter.present else (b, a)
+    if plain.jitter.present or rand.jitter.kind is not JitterKind.FULL:
+        return replace(a, value=total, cap=cap, jitter=Jitter(JitterKind.UNKNOWN))
+    if known(plain.value) and known(rand.value):
+        low, spread = float(plain.value), float(rand.value)  # type: ignore[arg-type]
+        if abs(low - spread) < 1e-9:
+            return replace(a, value=total, cap=cap, jitter=Jitter(JitterKind.EQUAL))
+        centre = low + spread / 2
+        if centre > 0:
+            return replace(a, value=centre, cap=cap, jitter=Jitter(JitterKind.PROPORTIONAL, (spread / 2) / centre))
+    return replace(a, value=total, cap=cap, jitter=Jitter(JitterKind.UNKNOWN))
+
+
+def _jitter_additive(base: Shape, rand: Shape) -> Shape:
+    """``d + uniform(0, 1)`` (additive), ``d/2 + uniform(0, d/2)`` (equal)."""
+    low, high = rand.low, rand.high
+    if low is None or high is None:
+        return replace(base, jitter=Jitter(JitterKind.UNKNOWN))
+    if base.kind == "const":
+        return Shape("random", low=_add(base, low), high=_add(base, high))
+    if low.kind == "const" and high.kind == "const":
+        if known(low.value) and known(high.value):
+            amount = float(high.value) - float(low.value)  # type: ignore[arg-type]
+            return replace(_shift(base, low.value), jitter=Jitter(JitterKind.ADDITIVE, amount))
+        return replace(base, jitter=Jitter(JitterKind.ADDITIVE, UNKNOWN))
+    if base.kind == "exp" and high.kind == "exp" and (low.kind == "const" and low.value == 0):
+        if known(base.value) and known(high.value) and abs(float(base.value) - float(high.value)) < 1e-9:  # type: ignore[arg-type]
+            return Shape("exp", value=_mul(base.value, 2.0), factor=base.factor, cap=_mul(base.cap, 2.0) if base.cap is not None else None,
+                         jitter=Jitter(JitterKind.EQUAL))
+        total_low, spread = base.value, high.value
+        if known(total_low) and known(spread):
+            centre = float(total_low) + float(spread) / 2  # type: ignore[arg-type]
+            band = (float(spread) / 2) / centre if centre else UNKNOWN  # type: ignore[arg-type]
+            return Shape("exp", value=centre, factor=base.factor, cap=base.cap,
+                         jitter=Jitter(JitterKind.PROPORTIONAL, band))
+        return replace(base, jitter=Jitter(JitterKind.UNKNOWN))
+    return replace(base, jitter=Jitter(JitterKind.UNKNOWN))
+
+
+# ---------------------------------------------------------------- calls
+
+
+def _random_kind(call: cst.Call, env: DelayEnv) -> Optional[str]:
+    names = env.ctx.call_name(call)
+    for name in names:
+        if name in _RANDOM_FUNCTIONS:
+            return _RANDOM_FUNCTIONS[name]
+        if name in _RANDOM_UNKNOWN_SHAPE:
+            return "unknown"
+        if name.startswith(("random.", "numpy.random.", "secrets.")):
+            return "unknown"
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _RANDOM_METHODS:
+        receiver = func.value
+        if isinstance(receiver, cst.Call) and env.ctx.call_name(receiver) & _RNG_CONSTRUCTORS:
+            return _RANDOM_METHODS[func.attr.value]
+        receiver_name = dotted_name(receiver) or ""
+        if re.search(r"(rand|rng)", receiver_name.rsplit(".", 1)[-1], re.I):
+            return _RANDOM_METHODS[func.attr.value]
+        if isinstance(receiver, cst.Name):
+            for binding in env.ctx.bindings(receiver):
+                if isinstance(binding.value, cst.Call) and env.ctx.call_name(binding.value) & _RNG_CONSTRUCTORS:
+                    return _RANDOM_METHODS[func.attr.value]
+    return None
+
+
+def _call(call: cst.Call, env: DelayEnv) -> Shape:
+    names = env.ctx.call_name(call)
+    positional, keywords = call_args(call)
+    if names & {"min"} and len(positional) >= 2 and not keywords:
+        return _min(positional, env)
+    if names & {"max"} and len(positional) >= 2 and not keywords:
+        shapes = [_sub(a, env) for a in positional]
+        growing = [s for s in shapes if s.kind != "const"]
+        if not growing:
+            values = [s.value for s in shapes]
+            return const(max(values)) if all(known(v) for v in values) else CONST_UNKNOWN  # type: ignore[type-var]
+        return growing[0] if len(growing) == 1 else UNKNOWN_SHAPE
+    if names & _PASSTHROUGH and positional:
+        if names & {"datetime.timedelta"}:
+            seconds = keywords.get("seconds")
+            return _sub(seconds, env) if seconds is not None and len(call.args) == 1 else UNKNOWN_SHAPE
+        return _sub(positional[0], env)
+    if names & {"math.pow"} and len(positional) == 2:
+        return _power(_sub(positional[0], env), _sub(positional[1], env))
+    kind = _random_kind(call, env)
+    if kind is not None:
+        return _random(kind, positional, env)
+    name = last_name(call.func) or ""
+    if "jitter" in name.lower():
+        inner = _sub(positional[0], env) if positional else UNKNOWN_SHAPE
+        lowered = name.lower()
+        if "full" in lowered:
+            jitter = Jitter(JitterKind.FULL)
+        elif "equal" in lowered:
+            jitter = Jitter(JitterKind.EQUAL)
+        else:
+            jitter = Jitter(JitterKind.UNKNOWN)
+        if inner.kind in ("exp", "linear", "const", "steps"):
+            return replace(inner, jitter=jitter)
+        return Shape("unknown", jitter=jitter)
+    return UNKNOWN_SHAPE
+
+
+def _min(args: Sequence[cst.BaseExpression], env: DelayEnv) -> Shape:
+    shapes = [_sub(a, env) for a in args]
+    consts = [s for s in shapes if s.kind == "const"]
+    others = [s for s in shapes if s.kind != "const"]
+    if not others:
+        values = [s.value for s in consts]
+        return const(min(values)) if all(known(v) for v in values) else CONST_UNKNOWN  # type: ignore[type-var]
+    if len(others) != 1:
+        return UNKNOWN_SHAPE
+    cap: Num = UNKNOWN
+    values = [s.value for s in consts]
+    if values and all(known(v) for v in values):
+        cap = min(float(v) for v in values)  # type: ignore[arg-type]
+    inner = others[0]
+    if known(inner.cap) and known(cap):
+        cap = min(float(inner.cap), float(cap))  # type: ignore[arg-type]
+    return replace(inner, cap=cap)
+
+
+def _random(kind: str, args: Sequence[cst.BaseExpression], env: DelayEnv) -> Shape:
+    if kind == "unit":
+        return Shape("random", low=const(0.0), high=const(1.0))
+    if kind in ("range", "randrange") and len(args) >= 2:
+        return _random_range(_sub(args[0], env), _sub(args[1], env))
+    if kind in ("randrange", "below") and len(args) == 1:
+        return _random_range(const(0.0), _sub(args[0], env))
+    return Shape("random", low=UNKNOWN_SHAPE, high=UNKNOWN_SHAPE)
+
+
+def _random_range(low: Shape, high: Shape) -> Shape:
+    """``uniform(low, high)``: a constant range, or jitter around a growing delay."""
+    if not high.grows:
+        return Shape("random", low=low, high=high)
+    if low.kind == "const":
+        # uniform(0, d): full jitter; uniform(base, d): a range up to the growing delay.
+        return replace(high, jitter=Jitter(JitterKind.FULL))
+    if low.kind == high.kind == "exp" and low.factor == high.factor and known(low.value) and known(high.value):
+        lo, hi = float(low.value), float(high.value)  # type: ignore[arg-type]
+        if abs(lo - hi / 2) < 1e-9:
+            return replace(high, jitter=Jitter(JitterKind.EQUAL))
+        if hi > lo > 0:
+            return replace(high, value=(lo + hi) / 2, jitter=Jitter(JitterKind.PROPORTIONAL, (hi - lo) / (hi + lo)))
+    return replace(high, jitter=Jitter(JitterKind.UNKNOWN))
+
+
+def _subscript(expr: cst.Subscript, env: DelayEnv) -> Shape:
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return UNKNOWN_SHAPE
+    steps = _literal_numbers(expr.value, env)
+    index = _sub(expr.slice[0].slice.value, env)
+    if steps is None:
+        return UNKNOWN_SHAPE if index.kind != "const" else CONST_UNKNOWN
+    if index.kind == "const" and known(index.value):
+        i = int(index.value)  # type: ignore[arg-type]
+        return const(steps[i]) if -len(steps) <= i < len(steps) else UNKNOWN_SHAPE
+    if index.kind == "linear" and known(index.value) and index.slope == 1:
+        start = int(index.value)  # type: ignore[arg-type]
+        if 0 <= start < len(steps):
+            return Shape("steps", steps=steps[start:], value=steps[start])
+    return UNKNOWN_SHAPE
+
+
+def _literal_numbers(expr: cst.BaseExpression, env: DelayEnv) -> Optional[Tuple[float, ...]]:
+    """``[1, 2, 4]`` directly or through a name bound once (locally or at module level)."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        values = [number(e.value) for e in expr.elements]
+        if values and all(v is not None for v in values):
+            return tuple(values)  # type: ignore[arg-type]
+        return None
+    if isinstance(expr, cst.Name) and env.depth < 10:
+        bindings = env.ctx.bindings(expr)
+        values_ = [b.value for b in bindings if b.kind in ("assign", "annassign")]
+        if len(bindings) == 1 and len(values_) == 1 and values_[0] is not None:
+            return _literal_numbers(values_[0], env)
+    return None
+
+
+def literal_steps(expr: cst.BaseExpression, env: DelayEnv) -> Optional[Tuple[float, ...]]:
+    return _literal_numbers(expr, env)

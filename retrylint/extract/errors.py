@@ -1,0 +1,171 @@
+"""Except handlers: which exceptions a retry catches, and whether permanent errors get out first."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from ..model import CatchKind, Location, RetriedError
+from ..syntax import EXITS, dotted_name, if_branches, last_name, outcomes, statements, walk_local
+from .context import ModuleContext
+from .status import HTTP_ERROR_BASES, HTTP_STATUS_EXCEPTIONS, status_set
+
+CATCH_ALL = frozenset({"Exception", "BaseException"})
+
+#: Exceptions that mean "not yet" or "interrupted", not "failed": loops that go
+#: round again on them are polling or EINTR handling, which is correct.
+NOT_YET = frozenset(
+    {
+        "queue.Empty",
+        "queue.Full",
+        "asyncio.QueueEmpty",
+        "asyncio.QueueFull",
+        "asyncio.queues.QueueEmpty",
+        "multiprocessing.queues.Empty",
+        "gevent.queue.Empty",
+        "StopIteration",
+        "StopAsyncIteration",
+        "BlockingIOError",
+        "InterruptedError",
+        "ssl.SSLWantReadError",
+        "ssl.SSLWantWriteError",
+        "GeneratorExit",
+        "KeyboardInterrupt",
+        "SystemExit",
+        "asyncio.CancelledError",
+        "zmq.Again",
+        "zmq.error.Again",
+    }
+)
+
+_FILTER_CALL = re.compile(r"(raise|retr|fatal|permanent|check|should|transient|recoverable|handle|is_|can_)", re.I)
+
+
+@dataclass(frozen=True)
+class Handler:
+    node: cst.ExceptHandler
+    names: Tuple[str, ...]
+    catch_all: bool
+    #: Only "not yet" exceptions: the loop polls, it does not retry a failure.
+    polling: bool
+    variable: Optional[str]
+
+
+def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
+    variable = None
+    if handler.name is not None and isinstance(handler.name.name, cst.Name):
+        variable = handler.name.name.value
+    if handler.type is None:
+        return Handler(handler, (), True, False, variable)
+    names = exception_names(handler.type, ctx)
+    catch_all = any(n in CATCH_ALL for n in names)
+    polling = bool(names) and all(n in NOT_YET for n in names)
+    return Handler(handler, names, catch_all, polling, variable)
+
+
+def exception_names(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0) -> Tuple[str, ...]:
+    """Qualified names of the classes in ``except X`` / ``except (X, Y)`` / ``except ERRORS``."""
+    if isinstance(expr, cst.Tuple):
+        out: List[str] = []
+        for element in expr.elements:
+            out.extend(exception_names(element.value, ctx, depth))
+        return tuple(out)
+    qualified = ctx.qualified_names(expr)
+    if isinstance(expr, cst.Name) and depth < 3:
+        bindings = [b for b in ctx.bindings(expr) if b.kind in ("assign", "annassign")]
+        if len(bindings) == 1 and isinstance(bindings[0].value, (cst.Tuple, cst.List)):
+            return exception_names(cst.Tuple(bindings[0].value.elements), ctx, depth + 1)  # type: ignore[union-attr]
+        constant = ctx.module_constant(expr.value)
+        if constant is not None and isinstance(constant, (cst.Tuple, cst.List)):
+            return exception_names(cst.Tuple(constant.elements), ctx, depth + 1)
+    if qualified:
+        return tuple(sorted(qualified))
+    name = dotted_name(expr)
+    return (name,) if name else ()
+
+
+def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
+    """Does the handler look at the exception and exit for some of them before retrying?
+
+    ``if isinstance(e, Fatal): raise``, ``if e.response.status_code < 500: raise``,
+    ``if not is_retryable(e): return``, ``self._raise_if_fatal(e)``, ``match e: …``.
+    """
+    variable = handler.variable
+    for node in walk_local(handler.node.body):
+        if isinstance(node, cst.If) and _looks_at_failure(node.test, variable, ctx):
+            body, orelse = if_branches(node)
+            if outcomes(body) & EXITS or (orelse is not None and outcomes(orelse) & EXITS) or orelse is None and _exits_after(node, handler, ctx):
+                return True
+        if isinstance(node, cst.Match) and variable and variable in _names(node.subject):
+            return True
+        if isinstance(node, cst.Call) and variable:
+            name = last_name(node.func) or ""
+            passes_failure = any(variable in _names(arg.value) for arg in node.args)
+            if passes_failure and _FILTER_CALL.search(name) and name not in ("print", "format", "str", "repr"):
+                return True
+        if isinstance(node, cst.Assert) and variable and variable in _names(node.test):
+            return True
+    return False
+
+
+def _exits_after(node: cst.If, handler: Handler, ctx: ModuleContext) -> bool:
+    """``if transient(e): sleep(); continue`` then ``raise``: the handler exits for the rest."""
+    stmts = statements(handler.node.body)
+    for index, statement in enumerate(stmts):
+        if statement is node:
+            return bool(outcomes(stmts[index + 1 :]) & EXITS) and not any(
+                isinstance(s, cst.Continue) for s in stmts[index + 1 :]
+            )
+    return False
+
+
+def _looks_at_failure(test: cst.BaseExpression, variable: Optional[str], ctx: ModuleContext) -> bool:
+    names = _names(test)
+    if variable and any(n == variable or n.startswith(variable + ".") for n in names):
+        return True
+    # A status test on a response captured before the failure.
+    return status_set(test, ctx) is not None
+
+
+def _names(node: cst.CSTNode) -> List[str]:
+    out = []
+    for n in walk_local(node):
+        if isinstance(n, (cst.Name, cst.Attribute)):
+            name = dotted_name(n)
+            if name:
+                out.append(name)
+    return out
+
+
+def is_http_status_error(handler: Handler, raises_for_status: bool) -> bool:
+    names = set(handler.names)
+    if names & HTTP_STATUS_EXCEPTIONS:
+        return True
+    return raises_for_status and bool(names & HTTP_ERROR_BASES)
+
+
+def retried_error(
+    handler: Handler,
+    ctx: ModuleContext,
+    permanent_exit_before: bool,
+    raises_for_status: bool,
+) -> RetriedError:
+    filtered = filters_failure(handler, ctx)
+    node = handler.node
+    if node.type is not None:
+        location = ctx.location(node, end=node.type)
+    else:
+        start = ctx.location(node)
+        location = Location(start.line, start.column, start.line, start.column + len("except"))
+    return RetriedError(
+        kind=CatchKind.CATCH_ALL if handler.catch_all else CatchKind.NAMED,
+        names=handler.names,
+        permanent_exit_before=permanent_exit_before or filtered,
+        checks_status=filtered,
+        raises_http_status=is_http_status_error(handler, raises_for_status),
+        location=location,
+        text="except" + (" " + ctx.code(node.type) if node.type is not None else ""),
+    )

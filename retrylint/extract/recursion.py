@@ -1,0 +1,270 @@
+"""Retries by recursion: a function that calls itself again from its error path.
+
+The call must repeat the same operation: every argument is passed through
+unchanged, or is a counter (``retries - 1``, ``attempt=attempt + 1``) or a
+constant flag (``_retried=True``).  A call with other changed arguments walks
+something (a tree, a list of hosts) and is not a retry.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from ..model import UNKNOWN, Bound, GiveUp, Num, RetryPolicy, known
+from ..syntax import (
+    DEFERRED,
+    EXITS,
+    call_args,
+    dotted_name,
+    if_branches,
+    number,
+    outcomes,
+    unwrap_await,
+    walk,
+)
+from .bounds import CounterInfo, GuardEnv, classify_guard, find_counters
+from .context import ModuleContext
+from .delays import DelayEnv, classify, sleep_of
+from .errors import describe_handler, retried_error
+from .loops import combine_delays
+from .status import status_set
+
+
+def extract_recursions(ctx: ModuleContext) -> List[RetryPolicy]:
+    out = []
+    for node in walk(ctx.module, skip=()):
+        if isinstance(node, cst.FunctionDef):
+            policy = extract_recursion(node, ctx)
+            if policy is not None:
+                out.append(policy)
+    return out
+
+
+def _params(func: cst.FunctionDef) -> List[cst.Param]:
+    p = func.params
+    return list(p.posonly_params) + list(p.params) + list(p.kwonly_params)
+
+
+def _self_calls(func: cst.FunctionDef, ctx: ModuleContext) -> List[cst.Call]:
+    name = func.name.value
+    params = _params(func)
+    receiver = params[0].name.value if params and params[0].name.value in ("self", "cls") else None
+    calls = []
+    for node in walk(func.body):
+        if not isinstance(node, cst.Call):
+            continue
+        target = node.func
+        if isinstance(target, cst.Name) and target.value == name:
+            if any(b.kind == "def" and b.node is func for b in ctx.bindings(target)):
+                calls.append(node)
+        elif receiver and isinstance(target, cst.Attribute) and target.attr.value == name:
+            if dotted_name(target.value) == receiver:
+                calls.append(node)
+    return calls
+
+
+def _failure_context(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> Optional[cst.CSTNode]:
+    """The except handler or failed-status branch the call sits in, if any."""
+    child: cst.CSTNode = call
+    for ancestor in ctx.ancestors(call):
+        if ancestor is func:
+            return None
+        if isinstance(ancestor, DEFERRED):
+            return None
+        if isinstance(ancestor, cst.ExceptHandler):
+            return ancestor
+        if isinstance(ancestor, cst.If):
+            statuses = status_set(ancestor.test, ctx)
+            if statuses is not None:
+                in_body = ctx.is_inside(call, ancestor.body)
+                taken = statuses if in_body else frozenset(range(100, 600)) - statuses
+                if taken and not any(200 <= s < 300 for s in taken):
+                    return ancestor
+        child = ancestor
+    return None
+
+
+def _argument_roles(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Dict[str, str]]:
+    """Each parameter's role in the call: pass, counter, const; None when the call changes the operation."""
+    params = [p for p in _params(func)]
+    names = [p.name.value for p in params]
+    if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        names = names[1:]
+    roles: Dict[str, str] = {}
+    positional, keywords = call_args(call)
+    pairs: List[Tuple[str, cst.BaseExpression]] = list(zip(names, positional)) + list(keywords.items())
+    if len(positional) > len(names) and func.params.star_arg is None:
+        return None
+    for param, value in pairs:
+        value = unwrap_await(value)
+        if dotted_name(value) == param:
+            roles[param] = "pass"
+        elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Add, cst.Subtract)) and (
+            dotted_name(value.left) == param and number(value.right) is not None
+        ):
+            roles[param] = "counter"
+        elif number(value) is not None or isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+            roles[param] = "const"
+        elif isinstance(value, (cst.Name, cst.Attribute)) and dotted_name(value) in names:
+            roles[param] = "pass"
+        else:
+            return None
+    for arg in call.args:
+        if arg.star and dotted_name(arg.value) not in (
+            getattr(func.params.star_arg, "name", cst.Name("_")).value if isinstance(func.params.star_arg, cst.Param) else None,
+            func.params.star_kwarg.name.value if func.params.star_kwarg else None,
+        ):
+            return None
+    return roles
+
+
+def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[RetryPolicy]:
+    calls = [c for c in _self_calls(func, ctx) if _failure_context(c, func, ctx) is not None]
+    if not calls:
+        return None
+    call = calls[0]
+    roles = _argument_roles(call, func, ctx)
+    if roles is None:
+        return None
+    failure = _failure_context(call, func, ctx)
+    counters = _counters(func, call, roles, ctx)
+    handler_variable = None
+    if isinstance(failure, cst.ExceptHandler) and failure.name is not None and isinstance(failure.name.name, cst.Name):
+        handler_variable = failure.name.name.value
+    try_line = min((ctx.location(n).line for n in walk(func.body) if isinstance(n, cst.Try)), default=0)
+    env = GuardEnv(
+        ctx,
+        counters=counters,
+        failure_names=frozenset({handler_variable} if handler_variable else ()),
+        attempt_line=try_line,
+    )
+    bound = _bound(func, call, roles, env, ctx)
+
+    sleeps = []
+    for node in walk(failure):
+        if isinstance(node, cst.Call) and node is not call:
+            sleep = sleep_of(node, ctx)
+            if sleep is not None and ctx.location(node).line <= ctx.location(call).line:
+                sleeps.append(sleep)
+    if sleeps:
+        delay_env = DelayEnv(ctx, counters={k: v for k, v in counters.items()})
+        delays = [(classify(s.delay, delay_env), s) for s in sleeps]
+        delay, delay_location = combine_delays(delays, ctx)
+    else:
+        from ..model import NO_DELAY
+
+        delay, delay_location = NO_DELAY, None
+
+    errors = ()
+    if isinstance(failure, cst.ExceptHandler):
+        try_node = ctx.parent(failure)
+        handler = describe_handler(failure, ctx)
+        if handler.polling:
+            return None
+        earlier_exit = False
+        raises_for_status = False
+        if isinstance(try_node, cst.Try):
+            for other in try_node.handlers:
+                if other is failure:
+                    break
+                if outcomes(other.body.body if isinstance(other.body, cst.IndentedBlock) else []) & EXITS:
+                    earlier_exit = True
+            raises_for_status = any(
+                isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "raise_for_status"
+                for n in walk(try_node.body)
+            )
+        errors = (retried_error(handler, ctx, earlier_exit, raises_for_status),)
+
+    location = ctx.location(func.name)
+    header_start = ctx.location(func)
+    return RetryPolicy(
+        source="recursion",
+        bound=bound,
+        delay=delay,
+        location=location,
+        errors=errors,
+        give_up=GiveUp.NEVER if bound.unbounded else GiveUp.UNKNOWN,
+        header_lines=tuple(range(header_start.line, ctx.location(func.params).end_line + 1)) or (location.line,),
+        delay_location=delay_location,
+        description=f"`{func.name.value}()` retries by calling itself",
+        operation=func.name.value,
+        is_async=func.asynchronous is not None,
+    )
+
+
+def _counters(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], ctx: ModuleContext) -> Dict[str, CounterInfo]:
+    counters: Dict[str, CounterInfo] = {}
+    positional, keywords = call_args(call)
+    defaults = {p.name.value: p.default for p in _params(func)}
+    for param, role in roles.items():
+        if role != "counter":
+            continue
+        value = keywords.get(param)
+        if value is None:
+            names = [p.name.value for p in _params(func)]
+            if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+                names = names[1:]
+            index = names.index(param) if param in names else -1
+            value = positional[index] if 0 <= index < len(positional) else None
+        if not isinstance(value, cst.BinaryOperation):
+            continue
+        amount = number(value.right) or 0.0
+        step = amount if isinstance(value.operator, cst.Add) else -amount
+        default = defaults.get(param)
+        init: Num = number(default) if default is not None and number(default) is not None else UNKNOWN
+        counters[param] = CounterInfo(init, step)
+    # Attribute counters: ``self._attempts += 1`` before calling again.
+    counters.update({k: v for k, v in find_counters(ctx.writes_in(func.body), ctx, func).items() if "." in k})
+    return counters
+
+
+def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: GuardEnv, ctx: ModuleContext) -> Bound:
+    attempts: Num = None
+    texts = []
+    checked = False
+    for node in walk(func.body):
+        if not isinstance(node, cst.If):
+            continue
+        body, orelse = if_branches(node)
+        exits = any(b is not None and outcomes(b) & EXITS and not _contains(b, call) for b in (body, orelse))
+        guards_call = ctx.is_inside(call, node.body)
+        if not exits and not guards_call:
+            continue
+        mentioned = {n.split(".")[0] for n in _names(node.test)} | set(_names(node.test))
+        if guards_call and not exits:
+            # ``if retries > 0: return f(retries - 1)``: recursion continues while the test holds.
+            guard = classify_guard(node.test, env, ctx.location(node).line, at_loop_head=True)
+            if guard.kind == "counter":
+                attempts = _plus_one(guard.attempts)
+                texts.append("if " + ctx.code(node.test))
+                checked = True
+                continue
+        guard = classify_guard(node.test, env, ctx.location(node).line)
+        if guard.kind == "counter":
+            attempts = guard.attempts if attempts is None else attempts
+            texts.append("if " + ctx.code(node.test))
+            checked = True
+        elif guard.kind == "deadline":
+            return Bound(attempts=attempts, deadline=guard.deadline, text="if " + ctx.code(node.test))
+        elif any(roles.get(m) == "const" for m in mentioned):
+            attempts, checked = UNKNOWN, True
+            texts.append("if " + ctx.code(node.test))
+    if checked:
+        return Bound(attempts=attempts if attempts is not None else UNKNOWN, text="; ".join(texts))
+    if all(role == "pass" for role in roles.values()):
+        return Bound(text="")
+    return Bound(attempts=UNKNOWN)
+
+
+def _plus_one(value: Num) -> Num:
+    return float(value) + 1 if known(value) else value  # type: ignore[arg-type]
+
+
+def _contains(stmts, node: cst.CSTNode) -> bool:
+    return any(n is node for s in stmts for n in walk(s))
+
+
+def _names(node: cst.CSTNode) -> List[str]:
+    return [dotted_name(n) or "" for n in walk(node) if isinstance(n, (cst.Name, cst.Attribute))]

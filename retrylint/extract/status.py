@@ -1,0 +1,258 @@
+"""HTTP status tests: which statuses make ``if resp.status_code …`` true."""
+
+from __future__ import annotations
+
+import http
+import re
+from typing import FrozenSet, Optional
+
+import libcst as cst
+
+from ..syntax import dotted_name, number, unwrap_await, walk
+from .context import ModuleContext
+
+ALL_STATUSES: FrozenSet[int] = frozenset(range(100, 600))
+_STATUS_ATTRS = frozenset({"status_code", "status", "code", "status_int", "http_status", "getcode"})
+_FLAG_ATTRS = {
+    "ok": frozenset(range(100, 400)),
+    "is_success": frozenset(range(200, 300)),
+    "is_error": frozenset(range(400, 600)),
+    "is_server_error": frozenset(range(500, 600)),
+    "is_client_error": frozenset(range(400, 500)),
+    "is_redirect": frozenset(range(300, 400)),
+}
+_CONSTANT_STATUS = re.compile(r"HTTP_(\d{3})")
+
+#: Exceptions that carry an HTTP status, raised for 4xx as well as 5xx.
+HTTP_STATUS_EXCEPTIONS = frozenset(
+    {
+        "requests.HTTPError",
+        "requests.exceptions.HTTPError",
+        "httpx.HTTPStatusError",
+        "urllib.error.HTTPError",
+        "urllib2.HTTPError",
+        "aiohttp.ClientResponseError",
+        "aiohttp.client_exceptions.ClientResponseError",
+        "google.api_core.exceptions.ClientError",
+        "botocore.exceptions.ClientError",
+        "tornado.httpclient.HTTPClientError",
+        "tornado.httpclient.HTTPError",
+    }
+)
+#: Base classes that include the status errors once ``raise_for_status()`` runs in the try.
+HTTP_ERROR_BASES = frozenset(
+    {
+        "requests.RequestException",
+        "requests.exceptions.RequestException",
+        "httpx.HTTPError",
+        "aiohttp.ClientError",
+        "aiohttp.client_exceptions.ClientError",
+        "urllib.error.URLError",
+    }
+)
+
+
+def status_set(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
+    """Statuses (100–599) for which ``test`` is true; None when it is not a pure status test."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = status_set(test.expression, ctx)
+        return ALL_STATUSES - inner if inner is not None else None
+    if isinstance(test, cst.BooleanOperation):
+        left, right = status_set(test.left, ctx), status_set(test.right, ctx)
+        if left is None or right is None:
+            return None
+        return left & right if isinstance(test.operator, cst.And) else left | right
+    if isinstance(test, cst.Attribute) and test.attr.value in _FLAG_ATTRS and _response_like(test.value):
+        return _FLAG_ATTRS[test.attr.value]
+    if isinstance(test, cst.Comparison):
+        return _comparison(test, ctx)
+    return None
+
+
+def _comparison(test: cst.Comparison, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
+    result = ALL_STATUSES
+    left = test.left
+    saw_status = False
+    for target in test.comparisons:
+        right = target.comparator
+        op = target.operator
+        if is_status_expr(left, ctx):
+            values = _values(right, ctx, op)
+            subject_left = True
+        elif is_status_expr(right, ctx):
+            values = _values(left, ctx, op)
+            subject_left = False
+        else:
+            return None
+        if values is None:
+            return None
+        saw_status = True
+        result = result & _apply(op, values, subject_left)
+        left = right
+    return result if saw_status else None
+
+
+def _apply(op: cst.BaseCompOp, values: FrozenSet[int], subject_left: bool) -> FrozenSet[int]:
+    if isinstance(op, cst.In):
+        return values
+    if isinstance(op, cst.NotIn):
+        return ALL_STATUSES - values
+    (v,) = tuple(values) if len(values) == 1 else (None,)
+    if v is None:
+        return frozenset()
+    if isinstance(op, cst.Equal) or isinstance(op, cst.Is):
+        return frozenset({v})
+    if isinstance(op, cst.NotEqual) or isinstance(op, cst.IsNot):
+        return ALL_STATUSES - {v}
+    if not subject_left:
+        op = _mirror(op)
+    if isinstance(op, cst.LessThan):
+        return frozenset(s for s in ALL_STATUSES if s < v)
+    if isinstance(op, cst.LessThanEqual):
+        return frozenset(s for s in ALL_STATUSES if s <= v)
+    if isinstance(op, cst.GreaterThan):
+        return frozenset(s for s in ALL_STATUSES if s > v)
+    if isinstance(op, cst.GreaterThanEqual):
+        return frozenset(s for s in ALL_STATUSES if s >= v)
+    return frozenset()
+
+
+def _mirror(op: cst.BaseCompOp) -> cst.BaseCompOp:
+    if isinstance(op, cst.LessThan):
+        return cst.GreaterThan()
+    if isinstance(op, cst.LessThanEqual):
+        return cst.GreaterThanEqual()
+    if isinstance(op, cst.GreaterThan):
+        return cst.LessThan()
+    if isinstance(op, cst.GreaterThanEqual):
+        return cst.LessThanEqual()
+    return op
+
+
+def _values(expr: cst.BaseExpression, ctx: ModuleContext, op: cst.BaseCompOp) -> Optional[FrozenSet[int]]:
+    if isinstance(op, (cst.In, cst.NotIn)):
+        return _collection(expr, ctx)
+    value = status_constant(expr, ctx)
+    return frozenset({value}) if value is not None else None
+
+
+def status_constant(expr: cst.BaseExpression, ctx: ModuleContext) -> Optional[int]:
+    """200, ``HTTPStatus.OK``, ``requests.codes.ok``, ``status.HTTP_429_TOO_MANY_REQUESTS``, a module constant."""
+    value = number(expr)
+    if value is not None:
+        return int(value) if 100 <= value < 600 and value == int(value) else None
+    name = dotted_name(expr)
+    if name is None:
+        return None
+    last = name.rsplit(".", 1)[-1]
+    match = _CONSTANT_STATUS.match(last)
+    if match:
+        return int(match.group(1))
+    qualified = {q for q in ctx.qualified_names(expr)} | {name}
+    if any("HTTPStatus" in q or "codes" in q for q in qualified):
+        try:
+            return int(http.HTTPStatus[last.upper()])
+        except KeyError:
+            return _REQUESTS_CODE_ALIASES.get(last.lower())
+    if isinstance(expr, cst.Name):
+        constant = ctx.module_constant(expr.value)
+        if constant is not None and constant is not expr:
+            return status_constant(constant, ctx)
+    return None
+
+
+_REQUESTS_CODE_ALIASES = {
+    "too_many": 429,
+    "too_many_requests": 429,
+    "unavailable": 503,
+    "server_error": 500,
+    "bad_gateway": 502,
+    "gateway_timeout": 504,
+    "not_found": 404,
+    "ok": 200,
+    "created": 201,
+    "accepted": 202,
+    "no_content": 204,
+    "bad_request": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "conflict": 409,
+    "request_timeout": 408,
+}
+
+
+def _collection(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0) -> Optional[FrozenSet[int]]:
+    expr = unwrap_await(expr)
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        out = set()
+        for element in expr.elements:
+            if isinstance(element, cst.StarredElement):
+                inner = _collection(element.value, ctx, depth + 1)
+                if inner is None:
+                    return None
+                out |= inner
+                continue
+            value = status_constant(element.value, ctx)
+            if value is None:
+                return None
+            out.add(value)
+        return frozenset(out)
+    if isinstance(expr, cst.Call) and depth < 5:
+        names = ctx.call_name(expr)
+        args = [a.value for a in expr.args if not a.star and a.keyword is None]
+        if names & {"frozenset", "set", "tuple", "list"} and len(args) == 1:
+            return _collection(args[0], ctx, depth + 1)
+        if names & {"range"} and 1 <= len(args) <= 2:
+            bounds = [number(a) for a in args]
+            if all(b is not None for b in bounds):
+                lo, hi = (0.0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+                return frozenset(s for s in ALL_STATUSES if lo <= s < hi)  # type: ignore[operator]
+        return None
+    if isinstance(expr, cst.Name) and depth < 5:
+        bindings = [b for b in ctx.bindings(expr) if b.kind != "import"]
+        if len(bindings) == 1 and bindings[0].value is not None:
+            return _collection(bindings[0].value, ctx, depth + 1)
+        if not bindings:
+            constant = ctx.module_constant(expr.value)
+            if constant is not None:
+                return _collection(constant, ctx, depth + 1)
+    if isinstance(expr, cst.Attribute) and depth < 5:
+        # self.RETRY_STATUSES / cls.RETRY_CODES: a class constant we did not resolve.
+        return None
+    return None
+
+
+def is_status_expr(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0) -> bool:
+    """``resp.status_code``, ``e.response.status``, ``resp.getcode()``, or a name assigned from one."""
+    expr = unwrap_await(expr)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "getcode":
+        return True
+    if isinstance(expr, cst.Attribute) and expr.attr.value in _STATUS_ATTRS:
+        if expr.attr.value == "code":
+            # ``e.code`` is an HTTP status on urllib's HTTPError; elsewhere it is often a string.
+            return _response_like(expr.value) or _exception_like(expr.value)
+        return True
+    if isinstance(expr, cst.Name) and depth < 3:
+        if re.fullmatch(r"(http_)?(status|status_code|code|resp_status|response_status|http_code)", expr.value):
+            for binding in ctx.bindings(expr):
+                if binding.value is not None and is_status_expr(binding.value, ctx, depth + 1):
+                    return True
+    return False
+
+
+def _response_like(expr: cst.BaseExpression) -> bool:
+    name = dotted_name(expr) or ""
+    last = name.rsplit(".", 1)[-1].lower()
+    return bool(re.search(r"(resp|response|res|reply|result|r)$", last)) or last in ("r", "rv")
+
+
+def _exception_like(expr: cst.BaseExpression) -> bool:
+    name = (dotted_name(expr) or "").lower()
+    return bool(re.fullmatch(r"(e|ex|exc|err|error|exception|http_?error|he)", name))
+
+
+def mentions_status(node: cst.CSTNode, ctx: ModuleContext) -> bool:
+    return any(
+        isinstance(n, (cst.Attribute, cst.Name, cst.Call)) and is_status_expr(n, ctx)
+        for n in walk(node)
+    )

@@ -1,0 +1,265 @@
+"""The retry-policy model: one value per retry site, whatever wrote it.
+
+Extractors (hand-written loops, recursion, one per retry library) build a
+:class:`RetryPolicy`; rules judge it; ``retrylint explain`` and the pytest
+plugin's simulations compute schedules from it.  Every number is either known
+(a float/int), absent (``None``: the policy really has no such limit) or
+:data:`UNKNOWN` (the code sets it, but not to a value we can read statically).
+Rules never guess from an unknown value.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+from typing import Optional, Tuple, Union
+
+
+class _Unknown:
+    """A value the code sets but that static analysis cannot read."""
+
+    _instance: Optional["_Unknown"] = None
+
+    def __new__(cls) -> "_Unknown":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __reduce__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+
+#: A number that may be known, absent (None) or unknown.
+Num = Union[float, int, None, _Unknown]
+
+
+def known(value: object) -> bool:
+    """True when ``value`` is a real number (not None, not UNKNOWN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class DelayKind(str, enum.Enum):
+    NONE = "none"  # the next attempt starts at once
+    FIXED = "fixed"  # the same delay before every retry
+    LINEAR = "linear"  # base, base + step, base + 2 step, ...
+    EXPONENTIAL = "exponential"  # base, base * factor, base * factor**2, ...
+    STEPS = "steps"  # an explicit list of delays; the last one repeats
+    UNKNOWN = "unknown"  # there is a delay, but its shape is not known
+
+
+class JitterKind(str, enum.Enum):
+    NONE = "none"
+    FULL = "full"  # uniform(0, d)
+    EQUAL = "equal"  # d/2 + uniform(0, d/2)
+    DECORRELATED = "decorrelated"  # min(cap, uniform(base, previous * 3))
+    ADDITIVE = "additive"  # d + uniform(0, amount)
+    PROPORTIONAL = "proportional"  # d * uniform(1 - amount, 1 + amount)
+    UNKNOWN = "unknown"  # randomness of an unknown shape
+
+
+@dataclass(frozen=True)
+class Jitter:
+    kind: JitterKind = JitterKind.NONE
+    #: ADDITIVE: the largest added seconds; PROPORTIONAL: the relative band (0.5 = ±50 %).
+    amount: Num = None
+
+    @property
+    def present(self) -> bool:
+        return self.kind is not JitterKind.NONE
+
+
+NO_JITTER = Jitter()
+
+
+@dataclass(frozen=True)
+class Delay:
+    """The delay schedule between attempts.
+
+    ``base`` is the delay before the first retry (before jitter).  ``factor``
+    is the exponential multiplier, ``step`` the linear increment, ``cap`` the
+    largest single delay (None: no cap).
+    """
+
+    kind: DelayKind
+    base: Num = None
+    factor: Num = None
+    step: Num = None
+    cap: Num = None
+    steps: Optional[Tuple[float, ...]] = None
+    jitter: Jitter = NO_JITTER
+    #: Source text of the delay, for messages (e.g. ``2 ** attempt``).
+    text: str = ""
+    #: A delay chosen by the server (Retry-After) may replace the schedule.
+    honours_retry_after: bool = False
+
+    @property
+    def grows_exponentially(self) -> bool:
+        if self.kind is DelayKind.EXPONENTIAL:
+            return not known(self.factor) or self.factor > 1  # type: ignore[operator]
+        if self.kind is DelayKind.STEPS and self.steps and len(self.steps) >= 3:
+            return _steps_exponential(self.steps)
+        return False
+
+    @property
+    def is_constant(self) -> bool:
+        if self.kind is DelayKind.FIXED:
+            return True
+        if self.kind is DelayKind.STEPS and self.steps:
+            return len(set(self.steps)) == 1
+        return False
+
+    @property
+    def has_cap(self) -> bool:
+        if self.kind is DelayKind.STEPS:
+            return True  # the last step repeats
+        return self.cap is not None
+
+
+def _steps_exponential(steps: Tuple[float, ...]) -> bool:
+    """Explicit steps that at least double (roughly) from step to step."""
+    ratios = [b / a for a, b in zip(steps, steps[1:]) if a > 0]
+    return bool(ratios) and len(ratios) == len(steps) - 1 and all(r >= 1.5 for r in ratios)
+
+
+NO_DELAY = Delay(DelayKind.NONE)
+UNKNOWN_DELAY = Delay(DelayKind.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """When the policy gives up.
+
+    ``attempts`` counts every call including the first.  ``None`` means "no
+    limit of this kind", :data:`UNKNOWN` means "limited, by a value we cannot
+    read" (a parameter, a config lookup).
+    """
+
+    attempts: Num = None
+    deadline: Num = None
+    text: str = ""
+
+    @property
+    def unbounded(self) -> bool:
+        return self.attempts is None and self.deadline is None
+
+    @property
+    def retries(self) -> Num:
+        if known(self.attempts):
+            return max(int(self.attempts) - 1, 0)  # type: ignore[arg-type]
+        return self.attempts
+
+
+UNBOUNDED = Bound()
+
+
+@dataclass(frozen=True)
+class Location:
+    line: int
+    column: int  # 1-based, as ruff prints it
+    end_line: int
+    end_column: int
+
+    @property
+    def lines(self) -> range:
+        return range(self.line, self.end_line + 1)
+
+
+class CatchKind(str, enum.Enum):
+    NAMED = "named"  # except SomeError
+    CATCH_ALL = "catch-all"  # except Exception / BaseException / bare except
+    PREDICATE = "predicate"  # a library predicate we cannot read
+
+
+@dataclass(frozen=True)
+class RetriedError:
+    """One clause that decides which failures are retried."""
+
+    kind: CatchKind
+    #: Qualified names of the exception classes (``requests.exceptions.HTTPError``).
+    names: Tuple[str, ...] = ()
+    #: Is there an exit for permanent errors before this clause retries?
+    permanent_exit_before: bool = False
+    #: Does the clause look at the failure's HTTP status before retrying?
+    checks_status: bool = False
+    #: The operation that raises (e.g. ``raise_for_status`` was called).
+    raises_http_status: bool = False
+    location: Optional[Location] = None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class RetriedStatuses:
+    """HTTP statuses that lead to a retry: an explicit set, or a test we could read."""
+
+    statuses: Tuple[int, ...]
+    location: Optional[Location] = None
+    text: str = ""
+
+    @property
+    def permanent(self) -> Tuple[int, ...]:
+        return tuple(s for s in self.statuses if 400 <= s < 500 and s not in (408, 429))
+
+
+class GiveUp(str, enum.Enum):
+    RAISE = "raise"
+    RETURN = "return"
+    DEAD_LETTER = "dead-letter"
+    UNKNOWN = "unknown"
+    NEVER = "never"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """One retry site and the policy it implements."""
+
+    #: What wrote the policy: ``loop``, ``recursion``, ``tenacity``, ``backoff`` ...
+    source: str
+    bound: Bound
+    delay: Delay
+    location: Location
+    errors: Tuple[RetriedError, ...] = ()
+    statuses: Optional[RetriedStatuses] = None
+    give_up: GiveUp = GiveUp.UNKNOWN
+    #: Lines on which a ``# noqa`` comment suppresses this site's findings.
+    header_lines: Tuple[int, ...] = ()
+    #: Where the delay is written (the sleep call), when there is one place.
+    delay_location: Optional[Location] = None
+    #: A short description for messages: "while-loop retry", "tenacity @retry" ...
+    description: str = ""
+    #: The operation retried, as source text, where one call stands out.
+    operation: str = ""
+    is_async: bool = False
+
+    @property
+    def is_library(self) -> bool:
+        return self.source not in ("loop", "recursion")
+
+    def with_(self, **changes: object) -> "RetryPolicy":
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+__all__ = [
+    "UNKNOWN",
+    "Num",
+    "known",
+    "DelayKind",
+    "JitterKind",
+    "Jitter",
+    "NO_JITTER",
+    "Delay",
+    "NO_DELAY",
+    "UNKNOWN_DELAY",
+    "Bound",
+    "UNBOUNDED",
+    "Location",
+    "CatchKind",
+    "RetriedError",
+    "RetriedStatuses",
+    "GiveUp",
+    "RetryPolicy",
+]

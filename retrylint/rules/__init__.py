@@ -1,0 +1,35 @@
+"""Every rule, by code."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Type
+
+from .base import Diagnostic, Invalid, Rule, Valid
+from .rty001_syntax_error import SyntaxErrorRule
+from .rty101_unbounded_retry_loop import UnboundedRetryLoop
+from .rty103_unbounded_retry_recursion import UnboundedRetryRecursion
+from .rty201_immediate_retry import ImmediateRetry
+from .rty202_fixed_delay_retry import FixedDelayRetry
+from .rty203_backoff_without_jitter import BackoffWithoutJitter
+from .rty204_backoff_without_cap import BackoffWithoutCap
+from .rty301_retry_on_any_exception import RetryOnAnyException
+from .rty302_retry_on_permanent_status import RetryOnPermanentStatus
+from .rty303_retry_on_permanent_exception import RetryOnPermanentException
+
+RULES: List[Type[Rule]] = [
+    SyntaxErrorRule,
+    UnboundedRetryLoop,
+    UnboundedRetryRecursion,
+    ImmediateRetry,
+    FixedDelayRetry,
+    BackoffWithoutJitter,
+    BackoffWithoutCap,
+    RetryOnAnyException,
+    RetryOnPermanentStatus,
+    RetryOnPermanentException,
+]
+
+BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in RULES}
+BY_NAME: Dict[str, Type[Rule]] = {rule.name: rule for rule in RULES}
+
+__all__ = ["RULES", "BY_CODE", "BY_NAME", "Rule", "Valid", "Invalid", "Diagnostic", "SyntaxErrorRule"]

@@ -1,0 +1,73 @@
+"""The rule interface, modelled on Fixit: one class per rule, docs and test cases inside."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import ClassVar, Iterable, Optional, Sequence, Tuple
+
+from ..model import Location, RetryPolicy
+from ..settings import Settings
+
+DOCS_URL = "https://retrylint.readthedocs.io/en/latest/rules/{code}/"
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must stay silent on."""
+
+    code: str
+    #: Why it is fine (shown when the case fails).
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must report."""
+
+    code: str
+    #: The line the finding must be on (1-based, counted in the dedented code); None: any line.
+    line: Optional[int] = None
+    #: Text the message must contain.
+    message: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """What a rule says about one place of one retry site."""
+
+    message: str
+    location: Location
+    #: Lines where ``# noqa`` suppresses it.
+    noqa_lines: Tuple[int, ...] = ()
+
+
+class Rule:
+    """Base class: subclasses set ``code``, ``name``, a ruff-shaped docstring, VALID/INVALID."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    #: One line for ``retrylint rule --all`` and SARIF.
+    summary: ClassVar[str] = ""
+    VALID: ClassVar[Sequence[Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ helpers
+
+    @classmethod
+    def docs(cls) -> str:
+        return textwrap.dedent(inspect.getdoc(cls) or "").strip()
+
+    @classmethod
+    def url(cls) -> str:
+        return DOCS_URL.format(code=cls.code)
+
+    @staticmethod
+    def at(policy: RetryPolicy, message: str, location: Optional[Location] = None) -> Diagnostic:
+        where = location or policy.location
+        lines = tuple(sorted(set(policy.header_lines) | set(where.lines)))
+        return Diagnostic(message, where, lines)

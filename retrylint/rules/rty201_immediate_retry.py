@@ -1,0 +1,247 @@
+"""RTY201: a retry with no delay at all."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..describe import bound_phrase
+from ..model import DelayKind, RetryPolicy
+from ..settings import Settings
+from .base import Diagnostic, Invalid, Rule, Valid
+
+
+class ImmediateRetry(Rule):
+    """
+    ## What it does
+    Finds retries that start the next attempt immediately after a failure: no
+    `time.sleep`/`asyncio.sleep`/`trio.sleep`/`anyio.sleep`, no
+    `Event.wait(timeout)`, and no call whose name says it waits (`backoff()`,
+    `wait_before_retry()`, … count as a delay of unknown shape). `sleep(0)`
+    is no delay.
+
+    ## Why is this bad?
+    A failure caused by overload or an outage does not go away in the
+    microseconds between two attempts. Immediate retries multiply the load on a
+    downstream at the moment it can least take it, and burn the attempt budget
+    before the downstream had any chance to recover.
+
+    ## Example
+    ```python
+    for attempt in range(3):
+        try:
+            return client.get(url)
+        except ConnectionError:
+            pass
+    ```
+
+    ## Use instead
+    ```python
+    for attempt in range(3):
+        try:
+            return client.get(url)
+        except ConnectionError:
+            time.sleep(random.uniform(0, min(20, 2 ** attempt)))
+    ```
+    """
+
+    code = "RTY201"
+    name = "immediate-retry"
+    summary = "A failed operation is retried with no delay"
+
+    VALID = [
+        Valid(
+            """
+            import random, time
+            def fetch(call):
+                for attempt in range(5):
+                    try:
+                        return call()
+                    except ConnectionError:
+                        time.sleep(random.uniform(0, 2 ** attempt))
+            """,
+            "a jittered backoff delay",
+        ),
+        Valid(
+            """
+            import queue
+            def drain(q):
+                while True:
+                    try:
+                        return q.get(timeout=1)
+                    except queue.Empty:
+                        continue
+            """,
+            "queue.Empty means nothing arrived yet: polling",
+        ),
+        Valid(
+            """
+            import os
+            def read(fd, n):
+                while True:
+                    try:
+                        return os.read(fd, n)
+                    except InterruptedError:
+                        continue
+            """,
+            "retrying after EINTR is correct and immediate by design",
+        ),
+        Valid(
+            """
+            import logging
+            def consume(messages, handle):
+                for message in messages:
+                    try:
+                        handle(message)
+                    except Exception:
+                        logging.exception("failed")
+                        continue
+            """,
+            "a consumer moves on to the next message",
+        ),
+        Valid(
+            """
+            def connect_any(hosts, connect):
+                for host in hosts:
+                    try:
+                        return connect(host)
+                    except OSError:
+                        continue
+                raise ConnectionError("no host reachable")
+            """,
+            "failing over to the next host is not retrying the same call",
+        ),
+        Valid(
+            """
+            class Client:
+                def fetch(self, url):
+                    for attempt in range(5):
+                        try:
+                            return self.session.get(url)
+                        except ConnectionError:
+                            self._backoff(attempt)
+            """,
+            "a helper named for backing off is a delay of unknown shape",
+        ),
+        Valid(
+            """
+            import threading
+            class Worker:
+                def __init__(self):
+                    self._stop = threading.Event()
+                def connect(self):
+                    for attempt in range(5):
+                        try:
+                            return self.open()
+                        except OSError:
+                            self._stop.wait(2 ** attempt)
+            """,
+            "an Event.wait with a timeout is a delay",
+        ),
+        Valid(
+            """
+            def ask():
+                while True:
+                    try:
+                        return int(input("port: "))
+                    except ValueError:
+                        pass
+            """,
+            "re-prompting the user",
+        ),
+        Valid(
+            '''
+            RECIPE = """
+            for attempt in range(3):
+                try:
+                    return call()
+                except ConnectionError:
+                    pass
+            """
+            ''',
+            "code inside a string",
+        ),
+        Valid(
+            """
+            import asyncio
+            async def connect(self):
+                for attempt in range(5):
+                    try:
+                        return await self.open()
+                    except OSError:
+                        await asyncio.wait_for(self._closing.wait(), timeout=2 ** attempt)
+            """,
+            "asyncio.wait_for on an event with a timeout is a delay",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            def fetch(client, url):
+                for attempt in range(3):
+                    try:
+                        return client.get(url)
+                    except ConnectionError:
+                        pass
+            """,
+            line=3,
+            message="retries immediately",
+        ),
+        Invalid(
+            """
+            def fetch(call):
+                while True:
+                    try:
+                        result = call()
+                        break
+                    except Exception:
+                        continue
+                return result
+            """,
+            line=3,
+        ),
+        Invalid(
+            """
+            import requests
+            def fetch(url):
+                for _ in range(5):
+                    response = requests.get(url)
+                    if response.ok:
+                        return response
+            """,
+            line=4,
+        ),
+        Invalid(
+            """
+            def fetch(url, retries=3):
+                try:
+                    return get(url)
+                except ConnectionError:
+                    if not retries:
+                        raise
+                    return fetch(url, retries - 1)
+            """,
+            line=2,
+        ),
+        Invalid(
+            """
+            import asyncio
+            async def fetch(call):
+                for attempt in range(5):
+                    try:
+                        return await call()
+                    except ConnectionError:
+                        await asyncio.sleep(0)
+            """,
+            line=4,
+        ),
+    ]
+
+    def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
+        if policy.delay.kind is not DelayKind.NONE or policy.delay.honours_retry_after:
+            return
+        yield self.at(
+            policy,
+            f"{policy.description} retries immediately, with no delay between attempts "
+            f"({bound_phrase(policy.bound)}); wait with exponential backoff and jitter, "
+            "e.g. `time.sleep(random.uniform(0, min(20, 2 ** attempt)))`",
+        )

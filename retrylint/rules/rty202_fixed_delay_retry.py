@@ -1,0 +1,267 @@
+"""RTY202: every retry waits the same delay."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..describe import bound_phrase
+from ..model import RetryPolicy, known
+from ..schedule import format_seconds
+from ..settings import Settings
+from .base import Diagnostic, Invalid, Rule, Valid
+
+
+def _amount(policy: RetryPolicy) -> str:
+    delay = policy.delay
+    if delay.steps:
+        return format_seconds(delay.steps[0])
+    if known(delay.base):
+        return format_seconds(delay.base)
+    return f"`{delay.text}`" if delay.text else "the same delay"
+
+
+class FixedDelayRetry(Rule):
+    """
+    ## What it does
+    Finds retries whose delay never grows: a literal (`sleep(5)`), a constant,
+    a parameter or attribute the retry does not change (`sleep(self.delay)`),
+    or a constant random range (`sleep(random.uniform(1, 3))`).
+
+    ## Why is this bad?
+    A fixed interval keeps the pressure on a struggling downstream constant for
+    as long as it stays down. Exponential backoff (1 s, 2 s, 4 s, 8 s …) makes
+    the pressure fall the longer the outage lasts, which is what lets a
+    recovering service recover. A constant random range spreads clients but
+    still never backs off.
+
+    ## Example
+    ```python
+    for attempt in range(5):
+        try:
+            return client.get(url)
+        except ConnectionError:
+            time.sleep(5)
+    ```
+
+    ## Use instead
+    ```python
+    for attempt in range(5):
+        try:
+            return client.get(url)
+        except ConnectionError:
+            time.sleep(random.uniform(0, min(20, 2 ** attempt)))
+    ```
+    """
+
+    code = "RTY202"
+    name = "fixed-delay-retry"
+    summary = "Every retry waits the same constant delay"
+
+    VALID = [
+        Valid(
+            """
+            import random, time
+            def fetch(call):
+                for attempt in range(6):
+                    try:
+                        return call()
+                    except ConnectionError:
+                        time.sleep(random.uniform(0, min(20, 2 ** attempt)))
+            """,
+            "exponential backoff with jitter and a cap",
+        ),
+        Valid(
+            """
+            import time
+            def wait_until_done(job):
+                while not job.done():
+                    time.sleep(5)
+            """,
+            "polling at a fixed interval is not a retry",
+        ),
+        Valid(
+            """
+            import logging, time
+            def send_all(messages, send):
+                for message in messages:
+                    try:
+                        send(message)
+                    except ConnectionError:
+                        logging.warning("skipped")
+                    time.sleep(1)
+            """,
+            "pacing a batch of different messages",
+        ),
+        Valid(
+            """
+            import time, requests
+            def fetch(url):
+                for attempt in range(5):
+                    response = requests.get(url)
+                    if response.status_code != 429:
+                        return response
+                    time.sleep(int(response.headers.get("Retry-After", "1")))
+            """,
+            "the server chooses the delay (Retry-After)",
+        ),
+        Valid(
+            """
+            import time
+            class Client:
+                def fetch(self, url):
+                    for attempt in range(5):
+                        try:
+                            return self.session.get(url)
+                        except ConnectionError:
+                            time.sleep(self.backoff.next_delay())
+            """,
+            "a delay computed elsewhere has an unknown shape",
+        ),
+        Valid(
+            """
+            import time
+            def fetch(call):
+                for attempt in range(1, 6):
+                    try:
+                        return call()
+                    except ConnectionError:
+                        time.sleep(attempt * 2)
+            """,
+            "a linear backoff grows",
+        ),
+        Valid(
+            """
+            import random, time
+            def fetch(call):
+                for delay in (1, 2, 4, 8):
+                    try:
+                        return call()
+                    except ConnectionError:
+                        time.sleep(delay + random.random())
+            """,
+            "an explicit growing list of delays",
+        ),
+        Valid(
+            """
+            import time
+            def run_forever(job):
+                while True:
+                    job.run()
+                    time.sleep(60)
+            """,
+            "a periodic job is not a retry",
+        ),
+        Valid(
+            '''
+            def doc():
+                """Bad: ``while True: try: call() except: time.sleep(5)``"""
+            ''',
+            "code in a docstring",
+        ),
+        Valid(
+            """
+            import asyncio, random
+            async def fetch(call):
+                delay = 0.5
+                for attempt in range(6):
+                    try:
+                        return await call()
+                    except ConnectionError:
+                        await asyncio.sleep(random.uniform(0, delay))
+                        delay = min(delay * 2, 30)
+            """,
+            "a delay variable doubled in the loop grows",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import time
+            def fetch(client, url):
+                for attempt in range(5):
+                    try:
+                        return client.get(url)
+                    except ConnectionError:
+                        time.sleep(5)
+            """,
+            line=8,
+            message="waits the same 5 s",
+        ),
+        Invalid(
+            """
+            import time
+            RETRY_DELAY = 2
+            def fetch(call):
+                for attempt in range(3):
+                    try:
+                        return call()
+                    except ConnectionError:
+                        time.sleep(RETRY_DELAY)
+            """,
+            line=9,
+            message="2 s",
+        ),
+        Invalid(
+            """
+            import time
+            def retry(operation, attempts=3, delay=1.0):
+                for attempt in range(attempts):
+                    try:
+                        return operation()
+                    except ConnectionError:
+                        time.sleep(delay)
+            """,
+            line=8,
+            message="`delay`",
+        ),
+        Invalid(
+            """
+            import random, time
+            def fetch(call):
+                for attempt in range(5):
+                    try:
+                        return call()
+                    except ConnectionError:
+                        time.sleep(random.uniform(1, 3))
+            """,
+            line=8,
+        ),
+        Invalid(
+            """
+            class Worker:
+                def connect(self):
+                    for attempt in range(10):
+                        try:
+                            return self.open()
+                        except OSError:
+                            self._stop_event.wait(10)
+            """,
+            line=8,
+        ),
+        Invalid(
+            """
+            import asyncio
+            class Client:
+                async def fetch(self, url):
+                    while True:
+                        try:
+                            return await self.session.get(url)
+                        except ConnectionError:
+                            await asyncio.sleep(self.retry_interval)
+            """,
+            line=9,
+        ),
+    ]
+
+    def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
+        delay = policy.delay
+        if not delay.is_constant or delay.honours_retry_after:
+            return
+        jitter = " (jittered, but never growing)" if delay.jitter.present else ""
+        yield self.at(
+            policy,
+            f"{policy.description} waits the same {_amount(policy)} before every retry{jitter} "
+            f"({bound_phrase(policy.bound)}); back off exponentially with jitter and a cap, "
+            "e.g. `random.uniform(0, min(20, base * 2 ** attempt))`",
+            policy.delay_location,
+        )

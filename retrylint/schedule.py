@@ -1,0 +1,245 @@
+"""Numbers from the model: each retry's delay range, the largest delay, total waits.
+
+Shared by the rules (RTY204 needs the largest reachable delay), by
+``retrylint explain`` and by the plugin's simulations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from .model import UNKNOWN, Delay, DelayKind, JitterKind, Num, RetryPolicy, known
+
+INF = math.inf
+
+#: How many retries explain shows for a policy that never stops.
+UNBOUNDED_PREVIEW = 10
+
+
+def nominal_delay(delay: Delay, k: int) -> Num:
+    """The delay before retry ``k`` (1-based) before jitter, cap applied."""
+    if delay.kind is DelayKind.NONE:
+        return 0.0
+    if delay.kind is DelayKind.STEPS and delay.steps:
+        return float(delay.steps[min(k - 1, len(delay.steps) - 1)])
+    if not known(delay.base):
+        return UNKNOWN
+    base = float(delay.base)  # type: ignore[arg-type]
+    if delay.kind is DelayKind.FIXED:
+        value = base
+    elif delay.kind is DelayKind.LINEAR:
+        if not known(delay.step):
+            return UNKNOWN
+        value = base + (k - 1) * float(delay.step)  # type: ignore[arg-type]
+    elif delay.kind is DelayKind.EXPONENTIAL:
+        if not known(delay.factor):
+            return UNKNOWN
+        value = _power(base, float(delay.factor), k - 1)  # type: ignore[arg-type]
+    else:
+        return UNKNOWN
+    if known(delay.cap):
+        value = min(value, float(delay.cap))  # type: ignore[arg-type]
+    return max(value, 0.0)
+
+
+def _power(base: float, factor: float, exponent: int) -> float:
+    try:
+        return base * factor**exponent
+    except OverflowError:
+        return INF
+
+
+@dataclass(frozen=True)
+class DelayRange:
+    low: Num
+    high: Num
+    expected: Num
+
+
+def delay_range(delay: Delay, k: int, previous: Optional[DelayRange] = None) -> DelayRange:
+    """The range of the delay before retry ``k``, jitter included."""
+    jitter = delay.jitter
+    if jitter.kind is JitterKind.DECORRELATED and known(delay.base):
+        base = float(delay.base)  # type: ignore[arg-type]
+        cap = float(delay.cap) if known(delay.cap) else INF  # type: ignore[arg-type]
+        if previous is None or not known(previous.high):
+            high, expected = base, base
+        else:
+            high = min(cap, 3 * float(previous.high))  # type: ignore[arg-type]
+            expected = min(cap, (base + 3 * float(previous.expected)) / 2)  # type: ignore[arg-type]
+        return DelayRange(min(base, high), high, expected)
+    d = nominal_delay(delay, k)
+    if not known(d):
+        return DelayRange(UNKNOWN, UNKNOWN, UNKNOWN)
+    d = float(d)  # type: ignore[arg-type]
+    kind = jitter.kind
+    if kind is JitterKind.NONE:
+        return DelayRange(d, d, d)
+    if kind is JitterKind.FULL:
+        return DelayRange(0.0, d, d / 2)
+    if kind is JitterKind.EQUAL:
+        return DelayRange(d / 2, d, 3 * d / 4)
+    if kind is JitterKind.ADDITIVE and known(jitter.amount):
+        amount = float(jitter.amount)  # type: ignore[arg-type]
+        return DelayRange(d, d + amount, d + amount / 2)
+    if kind is JitterKind.PROPORTIONAL and known(jitter.amount):
+        p = float(jitter.amount)  # type: ignore[arg-type]
+        return DelayRange(max(d * (1 - p), 0.0), d * (1 + p), d)
+    return DelayRange(UNKNOWN, UNKNOWN, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The worst-case schedule of a policy."""
+
+    ranges: Tuple[DelayRange, ...]
+    #: False when the policy never stops and ``ranges`` is only a preview.
+    complete: bool
+    #: The attempt limit that produced ``ranges`` (None: unbounded or unknown).
+    retries: Optional[int]
+    largest: Num
+    total_worst: Num
+    total_expected: Num
+
+
+def retries_for_schedule(policy: RetryPolicy) -> Tuple[Optional[int], bool]:
+    """How many retries to lay out, and whether that is all of them."""
+    retries = policy.bound.retries
+    if known(retries):
+        return int(retries), True  # type: ignore[arg-type]
+    return None, False
+
+
+def schedule(policy: RetryPolicy, preview: int = UNBOUNDED_PREVIEW) -> Schedule:
+    """Lay out every retry's delay; stop at a known deadline; preview an unbounded one."""
+    retries, complete = retries_for_schedule(policy)
+    deadline = policy.bound.deadline
+    # A deadline alone ends the schedule once the waits reach it; look far enough ahead.
+    limit = retries if retries is not None else (1000 if known(deadline) else preview)
+    ranges: List[DelayRange] = []
+    waited = 0.0
+    previous: Optional[DelayRange] = None
+    for k in range(1, limit + 1):
+        r = delay_range(policy.delay, k, previous)
+        if known(deadline) and known(r.low) and waited >= float(deadline):  # type: ignore[arg-type]
+            complete = True
+            break
+        ranges.append(r)
+        previous = r
+        if known(r.low):
+            waited += float(r.low)  # type: ignore[arg-type]
+    return Schedule(
+        ranges=tuple(ranges),
+        complete=complete,
+        retries=retries,
+        largest=_max(r.high for r in ranges) if ranges else 0.0,
+        total_worst=_sum(r.high for r in ranges) if complete else (INF if policy.bound.unbounded else UNKNOWN),
+        total_expected=_sum(r.expected for r in ranges) if complete else (INF if policy.bound.unbounded else UNKNOWN),
+    )
+
+
+def _sum(values) -> Num:
+    total = 0.0
+    for v in values:
+        if not known(v):
+            return UNKNOWN
+        total += float(v)
+    return total
+
+
+def _max(values) -> Num:
+    best = 0.0
+    for v in values:
+        if not known(v):
+            return UNKNOWN
+        best = max(best, float(v))
+    return best
+
+
+def largest_reachable_delay(policy: RetryPolicy) -> Num:
+    """The largest single delay the policy can reach (INF when it never stops growing).
+
+    Attempt limits bound it directly; a deadline bounds it because a delay only
+    starts while the deadline has not passed.  UNKNOWN when the bound is a value
+    we cannot read.
+    """
+    delay = policy.delay
+    bound = policy.bound
+    candidates: List[float] = []
+    if known(bound.attempts):
+        retries = int(bound.retries)  # type: ignore[arg-type]
+        if retries <= 0:
+            return 0.0
+        value = delay_range(delay, retries, _previous_for(delay, retries)).high
+        if not known(value):
+            return UNKNOWN
+        candidates.append(float(value))  # type: ignore[arg-type]
+    elif bound.attempts is UNKNOWN:
+        return UNKNOWN
+    if known(bound.deadline):
+        value = _largest_before_deadline(delay, float(bound.deadline))  # type: ignore[arg-type]
+        if not known(value):
+            return UNKNOWN if not candidates else candidates[0]
+        candidates.append(float(value))  # type: ignore[arg-type]
+    elif bound.deadline is UNKNOWN and not candidates:
+        return UNKNOWN
+    if not candidates:
+        return INF  # no attempt limit, no deadline: the delay keeps growing
+    return min(candidates)
+
+
+def _previous_for(delay: Delay, k: int) -> Optional[DelayRange]:
+    if delay.jitter.kind is not JitterKind.DECORRELATED:
+        return None
+    previous = None
+    for i in range(1, k):
+        previous = delay_range(delay, i, previous)
+    return previous
+
+
+def _largest_before_deadline(delay: Delay, deadline: float) -> Num:
+    """The largest delay that still starts before ``deadline`` seconds of waiting have passed."""
+    waited = 0.0
+    largest = 0.0
+    for k in range(1, 10_001):
+        if waited >= deadline:
+            return largest
+        d = nominal_delay(delay, k)
+        if not known(d):
+            return UNKNOWN
+        d = float(d)  # type: ignore[arg-type]
+        if d == INF:
+            return INF
+        largest = max(largest, d)
+        waited += d
+    return largest
+
+
+def format_seconds(value: Num) -> str:
+    """Human units: 0.5 s, 51 s, 4.3 min, 2.8 h, 194 days."""
+    if value is None:
+        return "none"
+    if not known(value):
+        return "unknown"
+    v = float(value)  # type: ignore[arg-type]
+    if v == INF:
+        return "forever"
+    if v < 60:
+        return f"{_trim(v)} s"
+    if v < 3600:
+        return f"{_trim(v / 60)} min"
+    if v < 86400 * 2:
+        return f"{_trim(v / 3600)} h"
+    if v < 86400 * 365 * 2:
+        return f"{_trim(v / 86400)} days"
+    return f"{_trim(v / (86400 * 365))} years"
+
+
+def _trim(v: float) -> str:
+    if v >= 100:
+        return f"{v:,.0f}"
+    if v == int(v):
+        return str(int(v))
+    return f"{v:.3g}"
