@@ -150,6 +150,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         undo()
 
 
+class RetryGuardExample(AssertionError):
+    """The retry guard tripped in one hypothesis example."""
+
+
 def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> Callable[[], None]:
     from .timeline import RetryGuardTripped
 
@@ -161,14 +165,17 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
         values["fake_clock"].reset()
 
     def fail_instead(exc: RetryGuardTripped) -> None:
-        # Hypothesis only shrinks failures it can catch; the guard is a BaseException.
-        pytest.fail(str(exc), pytrace=False)
+        # Hypothesis only shrinks (and reports the falsifying example of) failures it can
+        # catch; the guard is a BaseException so that retry loops cannot catch it.
+        __tracebackhide__ = True
+        raise RetryGuardExample(str(exc)) from None
 
     inner = test.hypothesis.inner_test
     if inspect.iscoroutinefunction(inner):
 
         @functools.wraps(inner)
         async def per_example(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
             reset()
             try:
                 return await inner(*args, **kwargs)
@@ -179,6 +186,7 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
 
         @functools.wraps(inner)
         def per_example(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            __tracebackhide__ = True
             reset()
             try:
                 return inner(*args, **kwargs)
