@@ -80,6 +80,13 @@ PINS: list[tuple[str, str]] = [
     ("websockets", "17.4"),
     ("discord_py", "2.7.1"),
     ("tornado", "6.6.1"),
+    ("ldap3", "2.9.1"),
+    ("instaloader", "4.16"),
+    ("stomp_py", "9.0.0"),
+    ("websocket_client", "1.9.2"),
+    ("paho_mqtt", "2.2.0"),
+    ("python_gitlab", "8.6.0"),
+    ("prawcore", "4.0.0"),
 ]
 
 # Requesting a fixed target makes binary-only packages resolve to the same wheel
