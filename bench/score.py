@@ -276,21 +276,23 @@ def compute_spans(labels: list[Label], corpus: Path) -> dict[tuple[str, int], tu
 
 
 # --------------------------------------------------------------------------- checker
-def relativize(filename: str, corpus: Path) -> str:
+def relativize(filename: str, corpus: Path, base: Path | None = None) -> str:
+    """Path of ``filename`` relative to the corpus root (relative names are taken
+    relative to ``base``: the directory the checker ran in)."""
     p = Path(filename)
     if not p.is_absolute():
-        p = (Path.cwd() / p)
+        p = (base or Path.cwd()) / p
     try:
         return p.resolve().relative_to(corpus.resolve()).as_posix()
     except ValueError:
         return p.as_posix()
 
 
-def parse_findings(report: list, corpus: Path) -> list[Finding]:
+def parse_findings(report: list, corpus: Path, base: Path | None = None) -> list[Finding]:
     out = []
     for item in report:
         loc = item.get("location") or {}
-        out.append(Finding(file=relativize(str(item.get("filename", "")), corpus),
+        out.append(Finding(file=relativize(str(item.get("filename", "")), corpus, base),
                            row=int(loc.get("row") or 0),
                            code=str(item.get("code") or ""),
                            message=str(item.get("message") or "")))
@@ -487,6 +489,9 @@ def selftest() -> int:
                 "url": None}]
         fs = parse_findings(rep, root)
         check("relativize", fs[0].file == "p/m.py" and fs[0].row == 7)
+        rep[0]["filename"] = "p/m.py"
+        fs = parse_findings(rep, root, base=root)
+        check("relativize relative name", fs[0].file == "p/m.py")
 
     print(f"selftest: {passed} passed, {failed} failed")
     return 1 if failed else 0
@@ -532,12 +537,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.findings:
             report = json.loads(args.findings.read_text(encoding="utf-8"))
+            base = Path.cwd()
         else:
             report = run_checker(reviewed, args.corpus)
+            base = HERE.parent  # the checker runs from the repository root
+        if not isinstance(report, list):
+            raise RuntimeError("the findings JSON is not a list of findings")
     except (OSError, json.JSONDecodeError, RuntimeError) as exc:
         print(f"could not get findings: {exc}", file=sys.stderr)
         return 2
-    findings = parse_findings(report, args.corpus)
+    findings = parse_findings(report, args.corpus, base)
     res = score(labels, findings, spans, set(reviewed))
 
     if args.json:
