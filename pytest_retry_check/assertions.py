@@ -63,7 +63,8 @@ def _limit(name: str, value: Any, *, whole: bool = False) -> None:
 
 def assert_bounded(run: Any, *, max_attempts: Optional[int] = None, max_total_wait: Optional[float] = None, max_delay: Optional[float] = None) -> Trace:
     """At most ``max_attempts`` attempts, ``max_total_wait`` virtual seconds from first to last
-    attempt, and no single wait longer than ``max_delay`` (the cap)."""
+    attempt, and no single wait longer than ``max_delay`` (the cap) -- or than the server's
+    ``Retry-After``, where it asked for longer."""
     __tracebackhide__ = True
     if max_attempts is None and max_total_wait is None and max_delay is None:
         raise ValueError("assert_bounded() needs at least one of max_attempts, max_total_wait, max_delay")
@@ -78,7 +79,11 @@ def assert_bounded(run: Any, *, max_attempts: Optional[int] = None, max_total_wa
         problems.append(f"waited {format_seconds(trace.total_wait)} in total, more than max_total_wait={format_seconds(max_total_wait)}")
     if max_delay is not None:
         for attempt in trace.attempts:
-            if attempt.delay is not None and attempt.delay > max_delay + _EPS:
+            if attempt.delay is None:
+                continue
+            # A wait the server asked for (Retry-After) is not the client's backoff outgrowing its cap.
+            told = 0.0 if attempt.retry_after_until is None else attempt.retry_after_until - (attempt.at - attempt.delay)
+            if attempt.delay > max(max_delay, told) + _EPS:
                 problems.append(f"attempt #{attempt.number} came {format_seconds(attempt.delay)} after the previous one, more than max_delay={format_seconds(max_delay)} (no cap?)")
                 break
     if problems:

@@ -12,6 +12,7 @@ import redis.retry  # noqa: F401
 import tenacity  # noqa: F401
 
 import pytest_retry_check.clock as clock_module
+import pytest_retry_check.assertions  # noqa: F401
 import pytest_retry_check.plugin  # noqa: F401
 
 pytest_plugins = ["pytester"]
