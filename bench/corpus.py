@@ -56,17 +56,12 @@ PINS: list[tuple[str, str]] = [
     ("arq", "0.28.0"),
     ("aiokafka", "0.14.0"),
     ("httpcore", "1.0.9"),
-    # extra packages with hand-written retries / look-alikes
+    # extra packages with hand-written retries / look-alikes (all have labeled sites)
     ("redis", "8.1.0"),
     ("kombu", "5.7.0"),
-    ("pika", "1.4.4"),
     ("celery", "5.7.0"),
-    ("google_cloud_storage", "3.17.1"),
-    ("google_api_core", "2.44.0"),
     ("google_auth", "2.63.0"),
-    ("paramiko", "5.1.0"),
     ("sentry_sdk", "2.75.0"),
-    ("psycopg", "3.3.9"),
     ("kafka_python", "3.0.12"),
     ("s3fs", "2026.9.0"),
     ("fsspec", "2026.9.0"),
@@ -75,18 +70,13 @@ PINS: list[tuple[str, str]] = [
     ("distributed", "2026.8.0"),
     ("gunicorn", "27.0.1"),
     ("nats_py", "2.16.0"),
-    ("snowflake_connector_python", "5.2.0"),
-    ("databricks_sdk", "0.162.0"),
     ("websockets", "17.4"),
     ("discord_py", "2.7.1"),
-    ("tornado", "6.6.1"),
     ("ldap3", "2.9.1"),
     ("instaloader", "4.16"),
     ("stomp_py", "9.0.0"),
-    ("websocket_client", "1.9.2"),
     ("paho_mqtt", "2.2.0"),
     ("python_gitlab", "8.6.0"),
-    ("prawcore", "4.0.0"),
 ]
 
 # Requesting a fixed target makes binary-only packages resolve to the same wheel
