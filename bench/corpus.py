@@ -206,6 +206,13 @@ def _single_top(names: list[str]) -> bool:
     return len(tops) == 1 and all("/" in n for n in names if n)
 
 
+def _show(path: Path) -> str:
+    try:
+        return str(path.relative_to(HERE.parent))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="only these distributions")
@@ -231,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     for dist, version in pins:
         dest = CORPUS_DIR / f"{dist}-{version}"
         if (dest / MARKER).exists() and not args.force:
-            print(f"skip     {dist}=={version} (already in {dest.relative_to(HERE.parent)})")
+            print(f"skip     {dist}=={version} (already in {_show(dest)})")
             continue
         try:
             archive = download(dist, version)
@@ -241,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"FAILED   {dist}=={version}: {exc}", file=sys.stderr)
             continue
         print(f"fetched  {dist}=={version} <- {archive.name}: {n} files "
-              f"-> {dest.relative_to(HERE.parent)}")
+              f"-> {_show(dest)}")
     if failures:
         print(f"{failures} package(s) failed", file=sys.stderr)
         return 1
