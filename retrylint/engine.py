@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,9 @@ class FileReport:
     error: Optional[str] = None
 
 
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.MULTILINE)
+
+
 class SourceError(Exception):
     """The file cannot be turned into text (unreadable, binary, wrong encoding)."""
 
@@ -62,6 +66,12 @@ def decode_source(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        if not _COOKIE.search(b"\n".join(data.splitlines()[:2])):
+            # No declaration: the file is simply not UTF-8; say where it breaks.
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                raise SourceError(f"cannot decode as utf-8: {bad.reason} at byte {bad.start}") from None
         raise SourceError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
     try:
         return data.decode(encoding)

@@ -229,6 +229,8 @@ class RetryPolicy:
     header_lines: Tuple[int, ...] = ()
     #: Where the delay is written (the sleep call), when there is one place.
     delay_location: Optional[Location] = None
+    #: The whole site: the loop, the function or the decorated definition.
+    extent: Optional[Location] = None
     #: A short description for messages: "while-loop retry", "tenacity @retry" ...
     description: str = ""
     #: The operation retried, as source text, where one call stands out.

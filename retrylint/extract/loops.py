@@ -136,6 +136,7 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         give_up=_give_up(loop, ctx, bound, give_up_node),
         header_lines=tuple(location.lines),
         delay_location=delay_location,
+        extent=ctx.location(loop),
         description=_describe(loop, ctx, iteration),
         operation=ctx.code(operation.func) if isinstance(operation, cst.Call) else "",
         is_async=any(isinstance(n, cst.Await) for n in walk_local(loop.body))

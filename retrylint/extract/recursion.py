@@ -188,7 +188,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         give_up=GiveUp.NEVER if bound.unbounded else GiveUp.UNKNOWN,
         header_lines=tuple(range(header_start.line, ctx.location(func.params).end_line + 1)) or (location.line,),
         delay_location=delay_location,
-        description=f"`{func.name.value}()` retries by calling itself",
+        extent=ctx.location(func),
+        description=f"recursive retry in `{func.name.value}()`",
         operation=func.name.value,
         is_async=func.asynchronous is not None,
     )

@@ -177,7 +177,7 @@ class UnboundedRetryRecursion(Rule):
                     return fetch(url)
             """,
             line=3,
-            message="retries forever",
+            message="forever",
         ),
         Invalid(
             """
@@ -231,6 +231,6 @@ class UnboundedRetryRecursion(Rule):
             return
         yield self.at(
             policy,
-            f"{policy.description} from its error path and retries forever {delay_phrase(policy.delay)}; "
+            f"{policy.description} calls itself from its error path forever {delay_phrase(policy.delay)}; "
             "pass a retry counter that stops it (e.g. `retries - 1`, giving up at 0) or use a bounded loop",
         )

@@ -1,0 +1,181 @@
+"""Command line: ``retrylint check``, ``retrylint rule``, ``retrylint explain``.
+
+Exit codes: 0 nothing found, 1 findings, 2 usage error, bad configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence, TextIO
+
+from . import __version__
+from .config import Config, ConfigError, find_config, load_config, resolve
+from .discovery import PathNotFound, discover
+from .engine import Finding, SourceError, decode_source
+from .model import Location
+from .output import FORMATS, render, statistics, summary
+from .rules import BY_CODE, BY_NAME, RULES, SyntaxErrorRule
+from .runner import RunResult, run_files, run_stdin
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def _codes(value: str) -> List[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="retrylint",
+        description="Find retries that amplify outages: unbounded, immediate, fixed-delay, "
+        "jitter-less or cap-less, retrying permanent errors.",
+    )
+    parser.add_argument("--version", action="version", version=f"retrylint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    check = sub.add_parser("check", help="check files and directories (default: .)")
+    check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories; - reads standard input")
+    _common(check)
+    check.add_argument("--select", type=_codes, action="append", metavar="CODES", help="only these codes/prefixes (comma-separated)")
+    check.add_argument("--ignore", type=_codes, action="append", default=[], metavar="CODES", help="skip these codes/prefixes")
+    check.add_argument("--extend-select", type=_codes, action="append", default=[], metavar="CODES", help="add codes to the selection")
+    check.add_argument("--output-format", choices=FORMATS, default="text")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
+    check.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from standard input")
+    check.add_argument("--force-exclude", action="store_true", help="apply exclude patterns to paths named on the command line too")
+
+    rule = sub.add_parser("rule", help="show a rule's documentation")
+    rule.add_argument("code", nargs="?", help="a code (RTY202) or name (fixed-delay-retry)")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+
+    explain = sub.add_parser("explain", help="print each retry site's policy and worst-case schedule")
+    explain.add_argument("target", metavar="PATH[:LINE]", help="a file (or directory), optionally with a line")
+    _common(explain)
+    explain.add_argument("--output-format", choices=("text", "json"), default="text")
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml / retrylint.toml")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print findings only: no summary, no notices")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            return cmd_check(args, sys.stdout, sys.stderr)
+        if args.command == "rule":
+            return cmd_rule(args, sys.stdout, sys.stderr)
+        if args.command == "explain":
+            from .explain import cmd_explain
+
+            return cmd_explain(args, sys.stdout, sys.stderr)
+    except (ConfigError, UsageError) as exc:
+        print(f"retrylint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("retrylint: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    parser.error(f"unknown command {args.command!r}")
+    return EXIT_ERROR
+
+
+def load(args: argparse.Namespace, paths: Sequence[str]) -> Config:
+    if args.config:
+        path = Path(args.config)
+        if not path.is_file():
+            raise UsageError(f"config file not found: {args.config}")
+        return load_config(path)
+    starts = [Path(p) for p in paths if p != "-"] or [Path.cwd()]
+    first = starts[0] if starts[0].is_dir() else starts[0].parent
+    found = find_config(first) or find_config(Path.cwd())
+    return load_config(found) if found else Config()
+
+
+def _flatten(groups: Optional[List[List[str]]]) -> Optional[List[str]]:
+    if groups is None:
+        return None
+    return [code for group in groups for code in group]
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    paths = list(args.paths) or ["."]
+    config = load(args, paths)
+    settings = resolve(
+        config,
+        select=_flatten(args.select),
+        ignore=_flatten(args.ignore) or [],
+        extend_select=_flatten(args.extend_select) or [],
+    )
+    if "-" in paths:
+        if len(paths) > 1:
+            raise UsageError("'-' (standard input) cannot be combined with other paths")
+        result = _check_stdin(args, settings, config)
+    else:
+        if args.stdin_filename:
+            raise UsageError("--stdin-filename needs '-' as the path")
+        try:
+            candidates = discover(paths, settings, config.root, force_exclude=args.force_exclude)
+        except PathNotFound as exc:
+            raise UsageError(f"path does not exist: {exc}") from None
+        result = run_files(candidates, settings, config.root)
+    return report(result, args, out, err)
+
+
+def _check_stdin(args: argparse.Namespace, settings, config: Config) -> RunResult:
+    data = sys.stdin.buffer.read()
+    name = args.stdin_filename or "-"
+    try:
+        text = decode_source(data)
+    except SourceError as exc:
+        result = RunResult()
+        result.findings.append(
+            Finding(SyntaxErrorRule.code, SyntaxErrorRule.name, str(exc), name, Location(1, 1, 1, 1), SyntaxErrorRule.url())
+        )
+        return result
+    return run_stdin(text, name, settings, config.root)
+
+
+def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    findings = result.findings
+    if args.statistics:
+        out.write(statistics(findings))
+    else:
+        out.write(render(findings, args.output_format))
+    if not args.quiet:
+        for path, notice in result.notices:
+            err.write(f"retrylint: warning: {path}: {notice}\n")
+        if args.output_format == "text" and not args.statistics:
+            out.write(summary(findings))
+    for path, error in result.errors:
+        err.write(f"retrylint: error: {path}: {error}\n")
+    if result.errors:
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def cmd_rule(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.all:
+        width = max(len(r.name) for r in RULES)
+        for rule in RULES:
+            out.write(f"{rule.code}  {rule.name:<{width}}  {rule.summary}\n")
+        return EXIT_CLEAN
+    if not args.code:
+        raise UsageError("give a rule code (e.g. RTY202) or --all")
+    rule = BY_CODE.get(args.code.upper()) or BY_NAME.get(args.code)
+    if rule is None:
+        raise UsageError(f"unknown rule {args.code!r}; `retrylint rule --all` lists them")
+    out.write(f"# {rule.name} ({rule.code})\n\n{rule.docs()}\n")
+    return EXIT_CLEAN

@@ -1,0 +1,127 @@
+"""Finding the files to check: walk directories, honour exclude patterns and .gitignore."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import pathspec
+
+from .settings import Settings
+
+SOURCE_SUFFIXES = (".py",)
+
+
+class PathNotFound(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: Path
+    #: Named on the command line (checked even if its suffix is not .py).
+    explicit: bool
+
+
+def discover(paths: Sequence[str], settings: Settings, root: Path, force_exclude: bool = False) -> List[Candidate]:
+    seen: Dict[Path, Candidate] = {}
+    patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists() and not path.is_symlink():
+            raise PathNotFound(raw)
+        if path.is_dir():
+            for found in _walk(path, patterns, settings.respect_gitignore, root):
+                seen.setdefault(found.resolve() if not found.is_symlink() else found.absolute(), Candidate(found, False))
+        else:
+            if force_exclude and is_excluded(path, patterns, root):
+                continue
+            seen.setdefault(path.absolute(), Candidate(path, True))
+    return sorted(seen.values(), key=lambda c: str(c.path))
+
+
+def is_excluded(path: Path, patterns: Iterable[str], root: Path) -> bool:
+    absolute = path.absolute()
+    try:
+        relative = absolute.relative_to(root).as_posix()
+    except ValueError:
+        relative = absolute.as_posix()
+    parts = relative.split("/")
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if fnmatch.fnmatch(relative, pattern) or any(fnmatch.fnmatch(part, pattern) for part in parts):
+            return True
+    return False
+
+
+def _walk(top: Path, patterns: Sequence[str], respect_gitignore: bool, root: Path) -> Iterable[Path]:
+    ignores: List[Tuple[Path, pathspec.PathSpec]] = _parent_gitignores(top) if respect_gitignore else []
+    for directory, dirnames, filenames in os.walk(top, followlinks=False):
+        here = Path(directory)
+        if respect_gitignore:
+            spec = _gitignore(here)
+            if spec is not None:
+                ignores = [(base, s) for base, s in ignores if _is_relative_to(here, base)] + [(here, spec)]
+            else:
+                ignores = [(base, s) for base, s in ignores if _is_relative_to(here, base)]
+        kept = []
+        for name in sorted(dirnames):
+            child = here / name
+            if is_excluded(child, patterns, root) or _ignored(child, ignores, is_dir=True):
+                continue
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if not name.endswith(SOURCE_SUFFIXES):
+                continue
+            child = here / name
+            if is_excluded(child, patterns, root) or _ignored(child, ignores, is_dir=False):
+                continue
+            yield child
+
+
+def _is_relative_to(path: Path, base: Path) -> bool:
+    try:
+        path.relative_to(base)
+        return True
+    except ValueError:
+        return False
+
+
+def _gitignore(directory: Path) -> Optional[pathspec.PathSpec]:
+    path = directory / ".gitignore"
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+
+
+def _parent_gitignores(top: Path) -> List[Tuple[Path, pathspec.PathSpec]]:
+    """.gitignore files above ``top`` up to the repository root apply to it too."""
+    out: List[Tuple[Path, pathspec.PathSpec]] = []
+    current = top.absolute()
+    for parent in current.parents:
+        spec = _gitignore(parent)
+        if spec is not None:
+            out.append((parent, spec))
+        if (parent / ".git").exists():
+            break
+    else:
+        return []
+    return list(reversed(out))
+
+
+def _ignored(path: Path, ignores: List[Tuple[Path, pathspec.PathSpec]], is_dir: bool) -> bool:
+    absolute = path.absolute()
+    for base, spec in ignores:
+        try:
+            relative = absolute.relative_to(base.absolute()).as_posix()
+        except ValueError:
+            continue
+        if spec.match_file(relative + ("/" if is_dir else "")):
+            return True
+    return False

@@ -1,0 +1,171 @@
+"""Output formats for findings: text (ruff's), JSON (ruff's fields), SARIF 2.1.0, GitHub annotations."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+from . import __version__
+from .engine import Finding
+from .rules import BY_CODE
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def text(findings: Sequence[Finding]) -> str:
+    return "".join(
+        f"{f.path}:{f.location.line}:{f.location.column}: {f.code} {f.message}\n" for f in findings
+    )
+
+
+def summary(findings: Sequence[Finding]) -> str:
+    if not findings:
+        return "All checks passed!\n"
+    n = len(findings)
+    return f"Found {n} error{'s' if n != 1 else ''}.\n"
+
+
+def statistics(findings: Sequence[Finding]) -> str:
+    counts = Counter(f.code for f in findings)
+    width = max((len(str(c)) for c in counts.values()), default=1)
+    lines = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rule = BY_CODE.get(code)
+        lines.append(f"{count:>{width}}\t{code}\t{rule.name if rule else ''}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _absolute(path: str) -> str:
+    if path == "-":
+        return path
+    return str(Path(path).absolute())
+
+
+def to_json(findings: Sequence[Finding]) -> str:
+    items = [
+        {
+            "cell": None,
+            "code": f.code,
+            "end_location": {"column": f.location.end_column, "row": f.location.end_line},
+            "filename": _absolute(f.path),
+            "fix": None,
+            "location": {"column": f.location.column, "row": f.location.line},
+            "message": f.message,
+            "noqa_row": f.location.line,
+            "url": f.url,
+        }
+        for f in findings
+    ]
+    return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+
+
+def _uri(path: str) -> str:
+    candidate = Path(path)
+    if candidate.is_absolute():
+        try:
+            return candidate.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return candidate.as_uri()
+    return candidate.as_posix()
+
+
+def to_sarif(findings: Sequence[Finding]) -> str:
+    codes = sorted({f.code for f in findings} | set(BY_CODE))
+    index: Dict[str, int] = {code: i for i, code in enumerate(codes)}
+    rules = []
+    for code in codes:
+        rule = BY_CODE[code]
+        docs = rule.docs()
+        rules.append(
+            {
+                "id": code,
+                "name": rule.name,
+                "shortDescription": {"text": rule.summary or rule.name},
+                "fullDescription": {"text": docs},
+                "help": {"text": docs, "markdown": docs},
+                "helpUri": rule.url(),
+                "defaultConfiguration": {"level": "error" if code == "RTY001" else "warning"},
+                "properties": {"tags": ["reliability", "retry"]},
+            }
+        )
+    results = []
+    for f in findings:
+        results.append(
+            {
+                "ruleId": f.code,
+                "ruleIndex": index[f.code],
+                "level": "error" if f.code == "RTY001" else "warning",
+                "message": {"text": f.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _uri(f.path)},
+                            "region": {
+                                "startLine": f.location.line,
+                                "startColumn": f.location.column,
+                                "endLine": f.location.end_line,
+                                "endColumn": max(f.location.end_column, f.location.column),
+                            },
+                        }
+                    }
+                ],
+            }
+        )
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "retrylint",
+                        "version": __version__,
+                        "informationUri": "https://github.com/retrylint/retrylint",
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_github(findings: Sequence[Finding]) -> str:
+    lines: List[str] = []
+    for f in findings:
+        level = "error" if f.code == "RTY001" else "warning"
+        props = ",".join(
+            [
+                f"file={_escape_property(f.path if f.path == '-' else os.path.normpath(f.path))}",
+                f"line={f.location.line}",
+                f"col={f.location.column}",
+                f"endLine={f.location.end_line}",
+                f"endColumn={f.location.end_column}",
+                f"title={_escape_property(f'retrylint ({f.code})')}",
+            ]
+        )
+        lines.append(f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def render(findings: Sequence[Finding], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(findings)
+    if fmt == "sarif":
+        return to_sarif(findings)
+    if fmt == "github":
+        return to_github(findings)
+    return text(findings)

@@ -1,0 +1,76 @@
+"""Run the engine over many files: per-file ignores, notices, the run's counts."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from .discovery import Candidate
+from .engine import FileReport, Finding, check_path, check_source
+from .settings import Settings
+
+
+@dataclass
+class RunResult:
+    findings: List[Finding] = field(default_factory=list)
+    reports: List[FileReport] = field(default_factory=list)
+    #: "could not analyse" notices, one per file: (path, reason)
+    notices: List[tuple] = field(default_factory=list)
+    #: internal errors, one per file: (path, reason)
+    errors: List[tuple] = field(default_factory=list)
+
+    @property
+    def files(self) -> int:
+        return len(self.reports)
+
+
+def display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
+def ignored_codes(path: str, settings: Settings, root: Path) -> frozenset:
+    if not settings.per_file_ignores:
+        return frozenset()
+    absolute = Path(path).absolute()
+    try:
+        relative = absolute.relative_to(root).as_posix()
+    except ValueError:
+        relative = absolute.as_posix()
+    out: set = set()
+    for pattern, codes in settings.per_file_ignores:
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(absolute.name, pattern):
+            out |= codes
+    return frozenset(out)
+
+
+def _collect(result: RunResult, report: FileReport, settings: Settings, root: Path) -> None:
+    result.reports.append(report)
+    ignored = ignored_codes(report.path, settings, root)
+    result.findings.extend(f for f in report.findings if f.code not in ignored or f.code == "RTY001")
+    if report.notice:
+        result.notices.append((report.path, report.notice))
+    if report.error:
+        result.errors.append((report.path, report.error))
+
+
+def run_files(
+    candidates: Sequence[Candidate], settings: Settings, root: Path, want_policies: bool = False
+) -> RunResult:
+    result = RunResult()
+    for candidate in candidates:
+        report = check_path(candidate.path, display_path(candidate.path), settings, want_policies=want_policies)
+        _collect(result, report, settings, root)
+    return result
+
+
+def run_stdin(text: str, filename: Optional[str], settings: Settings, root: Path, want_policies: bool = False) -> RunResult:
+    result = RunResult()
+    report = check_source(text, filename or "-", settings, want_policies=want_policies)
+    _collect(result, report, settings, root)
+    return result
