@@ -1,7 +1,8 @@
 """pytest_retry_check: a fake clock, a failing downstream and property checks for retry code.
 
 Names are imported lazily: pytest loads this package's plugin in every run, and a test suite
-that does not use it should pay nothing for it.
+that does not use it should pay nothing for it. Functions that check user input set
+``__tracebackhide__`` so that pytest points at the user's line, not at our internals.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ class RetryCheckFailed(AssertionError):
 
 
 def trace_of(run: Any) -> Trace:
+    __tracebackhide__ = True
     if isinstance(run, Trace):
         return run
     if isinstance(run, capture_trace):
@@ -54,6 +55,7 @@ def _fail(check: str, problem: str, traces: Sequence[Trace]) -> RetryCheckFailed
 
 
 def _limit(name: str, value: Any, *, whole: bool = False) -> None:
+    __tracebackhide__ = True
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 or (whole and not isinstance(value, int)):
@@ -104,6 +106,7 @@ def _envelope(traces: Sequence[Trace]) -> List[float]:
 
 
 def _traces(runs: Sequence[Any], check: str) -> List[Trace]:
+    __tracebackhide__ = True
     if not runs:
         raise TypeError(f"{check}() needs at least one run")
     return [trace_of(r) for r in runs]

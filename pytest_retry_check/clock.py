@@ -84,6 +84,7 @@ def _caller_ignored(depth: int) -> bool:
 
 
 def _fake_sleep(seconds: float) -> None:
+    __tracebackhide__ = True
     clock = current_clock()
     if clock is None or _caller_ignored(1):
         return real_sleep(seconds)
@@ -91,6 +92,7 @@ def _fake_sleep(seconds: float) -> None:
 
 
 def _fake_asyncio_sleep(delay: float, result: Any = None) -> Any:
+    __tracebackhide__ = True
     # A plain function returning the real coroutine: the caller's frame is exact, and the
     # virtual loop does the waiting. Zero sleeps are cooperative yields (anyio, httpx), not retries.
     clock = current_clock()
@@ -101,6 +103,7 @@ def _fake_asyncio_sleep(delay: float, result: Any = None) -> Any:
 
 
 def _fake_event_wait(self: threading.Event, timeout: Optional[float] = None) -> bool:
+    __tracebackhide__ = True
     clock = current_clock()
     if clock is None or timeout is None or timeout <= 0 or self.is_set() or _caller_ignored(1):
         return _real_event_wait(self, timeout)
@@ -144,6 +147,7 @@ class _ProcessPatches:
     """The process-wide patches, installed by the outermost clock and undone by it."""
 
     def __init__(self) -> None:
+        __tracebackhide__ = True
         self.undo: List[Tuple[Any, str, Any]] = []
         self.modules_at_start = set(sys.modules)
         self._freezegun_limit: Any = None
@@ -215,6 +219,7 @@ class FakeClock(Timeline):
         io_grace: float = 0.002,
         io_wait_limit: float = 10.0,
     ) -> None:
+        __tracebackhide__ = True
         super().__init__(start, max_sleeps=max_sleeps, max_virtual_time=max_virtual_time)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"seed must be an int or None, not {seed!r}")

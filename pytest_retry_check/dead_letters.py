@@ -146,6 +146,7 @@ class DeadLetters:
     def patch(self, target: Any, attribute: Optional[str] = None) -> None:
         """Replace a publish function with this capture until ``restore()`` (the fixture restores
         at teardown): ``patch("myapp.queue.send_to_dlq")`` or ``patch(queue_object, "send")``."""
+        __tracebackhide__ = True
         if attribute is None:
             if not isinstance(target, str) or "." not in target:
                 raise ValueError(f"patch() takes 'package.module.function' or (object, 'attribute'), got {target!r}")

@@ -40,6 +40,7 @@ class DownstreamError(Exception):
     """A scripted failure of the fake downstream."""
 
     def __init__(self, message: str, *, status: Optional[int] = None, retry_after: Optional[float] = None) -> None:
+        __tracebackhide__ = True
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
@@ -114,12 +115,14 @@ def ok(body: Any = None) -> Outcome:
 def transient(status: int = 503, *, error: Any = None, retry_after: Optional[float] = None, reason: str = "") -> Outcome:
     """A failure that heals with time: 5xx or 408 (callable mode raises ``error`` or
     :class:`DownstreamUnavailable`)."""
+    __tracebackhide__ = True
     _check_status(status, "transient", lambda s: s == 408 or 500 <= s <= 599, "408 or 5xx")
     return Outcome("transient", status, retry_after=_check_retry_after(retry_after), error=_check_error(error), reason=reason)
 
 
 def rate_limited(retry_after: Optional[float] = None, *, as_date: bool = False, status: int = 429) -> Outcome:
     """429 with ``Retry-After`` seconds (or an HTTP-date when ``as_date``)."""
+    __tracebackhide__ = True
     _check_status(status, "rate_limited", lambda s: s in (429, 503), "429 or 503")
     if as_date and retry_after is None:
         raise ValueError("rate_limited(as_date=True) needs retry_after seconds to turn into a date")
@@ -129,6 +132,7 @@ def rate_limited(retry_after: Optional[float] = None, *, as_date: bool = False, 
 def permanent(status: int = 404, *, error: Any = None, reason: str = "") -> Outcome:
     """A failure that never heals: 4xx other than 408/429 (callable mode raises ``error`` or
     :class:`DownstreamPermanentError`)."""
+    __tracebackhide__ = True
     _check_status(status, "permanent", lambda s: 400 <= s <= 499 and s not in (408, 429), "a 4xx other than 408/429")
     return Outcome("permanent", status, error=_check_error(error), reason=reason)
 
@@ -140,17 +144,20 @@ def drop() -> Outcome:
 
 def raises(error: Any) -> Outcome:
     """Callable mode raises ``error`` (an exception instance or class); HTTP answers 500."""
+    __tracebackhide__ = True
     if error is None:
         raise TypeError("raises() needs an exception instance or class")
     return Outcome("error", 500, error=_check_error(error))
 
 
 def _check_status(status: Any, name: str, allowed: Any, what: str) -> None:
+    __tracebackhide__ = True
     if isinstance(status, bool) or not isinstance(status, int) or not allowed(status):
         raise ValueError(f"{name}() status must be {what}, got {status!r}")
 
 
 def _check_retry_after(value: Any) -> Optional[float]:
+    __tracebackhide__ = True
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < math.inf):
@@ -159,6 +166,7 @@ def _check_retry_after(value: Any) -> Optional[float]:
 
 
 def _check_error(error: Any) -> Any:
+    __tracebackhide__ = True
     if error is None or isinstance(error, BaseException) or (isinstance(error, type) and issubclass(error, BaseException)):
         return error
     raise TypeError(f"error must be an exception instance or class, not {error!r}")
@@ -169,6 +177,7 @@ OutcomeLike = Union[Outcome, int, str, BaseException, type]
 
 def as_outcome(value: OutcomeLike) -> Outcome:
     """Shorthands: ``"ok"``, an HTTP status (``503``, ``429``, ``404``), an exception."""
+    __tracebackhide__ = True
     if isinstance(value, Outcome):
         return value
     if isinstance(value, str):
@@ -216,6 +225,7 @@ class Scenario:
     overload: Outcome = field(default_factory=lambda: transient(503, reason="overloaded"))
 
     def __post_init__(self) -> None:
+        __tracebackhide__ = True
         object.__setattr__(self, "outcomes", tuple(as_outcome(o) for o in _iterable("outcomes", self.outcomes)))
         for name in ("then", "outage", "overload"):
             object.__setattr__(self, name, as_outcome(getattr(self, name)))
@@ -263,6 +273,7 @@ class Scenario:
 
 
 def _iterable(name: str, value: Any) -> Iterable[Any]:
+    __tracebackhide__ = True
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a sequence, got {value!r}")
     return value
@@ -308,6 +319,7 @@ class FakeDownstream:
         max_calls: int = DEFAULT_MAX_CALLS,
         **script: Any,
     ) -> None:
+        __tracebackhide__ = True
         if scenario is not None and script:
             raise TypeError(f"pass either a Scenario or script keywords, not both (got {sorted(script)})")
         if scenario is None:
@@ -332,6 +344,7 @@ class FakeDownstream:
     # -- the clock --------------------------------------------------------------------------
     @property
     def clock(self) -> Timeline:
+        __tracebackhide__ = True
         clock = self._clock if self._clock is not None else current_clock()
         if clock is None:
             raise RuntimeError(
@@ -353,6 +366,7 @@ class FakeDownstream:
 
     def record(self, transport: str, *, method: str = "", path: str = "", args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]] = None) -> CallRecord:
         """Decide and record the outcome of one call (used by every transport)."""
+        __tracebackhide__ = True
         clock = self.clock
         with self._lock:
             number = len(self.calls) + 1

@@ -117,5 +117,6 @@ def scenarios(
 
 
 def _whole(name: str, value: object, minimum: float) -> None:
+    __tracebackhide__ = True
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be a whole number >= {minimum:g}, got {value!r}")

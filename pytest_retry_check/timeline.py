@@ -67,6 +67,7 @@ def format_seconds(seconds: float) -> str:
 
 def parse_start(start: StartLike) -> _dt.datetime:
     """An aware UTC datetime from what a user may reasonably pass as a start time."""
+    __tracebackhide__ = True
     if start is None:
         return DEFAULT_START
     if isinstance(start, bool):
@@ -91,6 +92,7 @@ def parse_start(start: StartLike) -> _dt.datetime:
 
 
 def _positive_limit(name: str, value: object, kind: type) -> None:
+    __tracebackhide__ = True
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value <= 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     if kind is int and not isinstance(value, int):
@@ -99,6 +101,7 @@ def _positive_limit(name: str, value: object, kind: type) -> None:
 
 def validate_sleep(seconds: object) -> float:
     """The checks ``time.sleep`` makes, with the same exception types."""
+    __tracebackhide__ = True
     if isinstance(seconds, (str, bytes)):
         raise TypeError(f"sleep length must be a number, not {type(seconds).__name__}")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
@@ -175,6 +178,7 @@ class Timeline:
         max_sleeps: int = DEFAULT_MAX_SLEEPS,
         max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
     ) -> None:
+        __tracebackhide__ = True
         _positive_limit("max_sleeps", max_sleeps, int)
         _positive_limit("max_virtual_time", max_virtual_time, float)
         self.start_datetime = parse_start(start)
@@ -213,6 +217,7 @@ class Timeline:
 
         ``advance=False`` only records it: an asyncio loop moves the time when the timer is due.
         """
+        __tracebackhide__ = True
         seconds = validate_sleep(seconds)
         where, caller = caller_locations(_depth)
         with self._lock:
@@ -233,6 +238,7 @@ class Timeline:
 
     def advance(self, seconds: float) -> None:
         """Move virtual time forward without recording a sleep (a timer firing, time passing)."""
+        __tracebackhide__ = True
         seconds = validate_sleep(seconds)
         with self._lock:
             self._advance_us(_to_us(seconds))

@@ -54,6 +54,7 @@ class Trace:
         error: Optional[BaseException] = None,
         dead_letters: Sequence[Any] = (),
     ) -> "Trace":
+        __tracebackhide__ = True
         attempts: List[Attempt] = []
         previous: Optional[CallRecord] = None
         for number, call in enumerate(calls, 1):
@@ -142,6 +143,7 @@ class capture_trace:
         dead_letters: Any = None,
         catch: Union[Type[BaseException], Tuple[Type[BaseException], ...]] = Exception,
     ) -> None:
+        __tracebackhide__ = True
         if not isinstance(downstream, FakeDownstream):
             raise TypeError(f"capture_trace() watches a FakeDownstream, not {type(downstream).__name__}")
         if dead_letters is not None and not hasattr(dead_letters, "entries"):

@@ -32,6 +32,8 @@ from pytest_retry_check import (
     rate_limited,
 )
 
+from .policies import tenacity_good
+
 pytestmark = pytest.mark.fake_clock(seed=20260101)
 
 RUNS = 12  # runs compared by the jitter and backoff checks
@@ -49,15 +51,6 @@ def runs_against_dead_downstream(fake_downstream, call, runs=RUNS):
 
 
 # -- tenacity -------------------------------------------------------------------------------
-def tenacity_good():
-    return tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(6) | tenacity.stop_after_delay(60),
-        wait=tenacity.wait_random_exponential(multiplier=1, max=20),
-        retry=tenacity.retry_if_exception_type(ConnectionError),
-        reraise=True,
-    )
-
-
 def test_tenacity_good_policy_passes_every_check(fake_downstream):
     traces = runs_against_dead_downstream(fake_downstream, lambda ds: tenacity_good()(ds))
     for trace in traces:

@@ -202,7 +202,7 @@ def test_bad_configuration_gets_a_clear_message_not_a_traceback(pytester):
     assert "fake_clock: max_sleeps must be a positive number, got -1" in out
     assert "takes keyword arguments only" in out
     assert "an outage window needs 0 <= start < end, got (30, 10)" in out
-    assert "pytest_retry_check/timeline.py" not in out and "pytest_retry_check/plugin.py" not in out
+    assert "pytest_retry_check/" not in out  # the user's line, not our internals
 
 
 def test_bad_ini_value_is_a_usage_error(pytester):

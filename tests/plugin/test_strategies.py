@@ -21,14 +21,7 @@ from pytest_retry_check import (
 )
 from pytest_retry_check import strategies as rs
 
-
-def policy():
-    return tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(6) | tenacity.stop_after_delay(60),
-        wait=tenacity.wait_random_exponential(multiplier=1, max=20),
-        retry=tenacity.retry_if_exception_type(ConnectionError),
-        reraise=True,
-    )
+from .policies import tenacity_good as policy
 
 
 @settings(max_examples=40, deadline=200)
