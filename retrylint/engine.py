@@ -14,7 +14,9 @@ import libcst as cst
 
 from .extract import extract_policies
 from .extract.context import ModuleContext
+from .extract.waits import find_sleepers
 from .model import Location, RetryPolicy
+from .narrowing import may_hold_sites, narrow
 from .noqa import parse_suppressions
 from .rules import RULES, SyntaxErrorRule
 from .rules.base import Rule
@@ -50,16 +52,6 @@ class SourceError(Exception):
     """The file cannot be turned into text (unreadable, binary, wrong encoding)."""
 
 
-def read_source(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
-    except OSError as exc:
-        raise SourceError(f"cannot read file: {exc.strerror or exc}") from None
-    return decode_source(data)
-
-
 def decode_source(data: bytes) -> str:
     if b"\0" in data[:8192]:
         raise SourceError("binary file (contains NUL bytes), not Python source")
@@ -80,12 +72,34 @@ def decode_source(data: bytes) -> str:
         raise SourceError(f"cannot decode as {encoding}: {reason}") from None
 
 
-def check_path(path: Path, display: str, settings: Settings, want_policies: bool = False) -> FileReport:
+def check_path(path: Path, display: str, settings: Settings, want_policies: bool = False, narrowing: bool = True) -> FileReport:
     try:
-        text = read_source(path)
+        data = path.read_bytes()
+    except IsADirectoryError:
+        return FileReport(display, findings=[_rty001(display, "is a directory", Location(1, 1, 1, 1))])
+    except OSError as exc:
+        message = f"cannot read file: {exc.strerror or exc}"
+        return FileReport(display, findings=[_rty001(display, message, Location(1, 1, 1, 1))])
+    try:
+        text = decode_source(data)
     except SourceError as exc:
         return FileReport(display, findings=[_rty001(display, str(exc), Location(1, 1, 1, 1))])
-    return check_source(text, display, settings, want_policies=want_policies)
+    if narrowing and not may_hold_sites(data):
+        return check_syntax_only(text, display)
+    return check_source(text, display, settings, want_policies=want_policies, narrowing=narrowing)
+
+
+def check_syntax_only(text: str, display: str) -> FileReport:
+    """A file that cannot hold a retry site still gets RTY001 for a syntax error (fast C parser)."""
+    report = FileReport(display)
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        line = error.lineno or 1
+        report.findings.append(_rty001(display, f"SyntaxError: {error.msg}", Location(line, error.offset or 1, line, error.offset or 1)))
+    except (RecursionError, MemoryError, ValueError) as exc:
+        report.notice = f"could not analyse: {type(exc).__name__}"
+    return report
 
 
 def check_source(
@@ -94,6 +108,7 @@ def check_source(
     settings: Settings,
     want_policies: bool = False,
     rules: Optional[Sequence[Type[Rule]]] = None,
+    narrowing: bool = True,
 ) -> FileReport:
     report = FileReport(display)
     parsed = parse(text, display)
@@ -103,8 +118,15 @@ def check_source(
     if isinstance(parsed, str):
         report.notice = parsed
         return report
+    original = parsed
+    if narrowing:
+        narrowed = narrow(parsed)
+        if narrowed is None:
+            return report
+        parsed = narrowed
     try:
-        ctx = ModuleContext(parsed, display, settings)
+        # Helpers that sleep are looked up in the whole module: narrowing may have dropped them.
+        ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(original))
         policies = extract_policies(ctx)
     except RecursionError:
         report.notice = "could not analyse: the code is nested too deeply for the analysis"

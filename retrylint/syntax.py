@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
@@ -22,6 +23,38 @@ EXITS = frozenset({BREAK, RETURN, RAISE})
 _PROCESS_EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort", "pytest.fail", "pytest.skip"})
 
 
+_FIELDS: dict = {}
+_IS_NODE: dict = {}
+
+
+def _is_node_type(kind: type) -> bool:
+    known_answer = _IS_NODE.get(kind)
+    if known_answer is None:
+        known_answer = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known_answer
+
+
+def children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """Child nodes, read from the dataclass fields.
+
+    libcst's own ``children`` property runs a visitor per call, and ``isinstance`` against
+    its abstract base classes is slow; this caches both per type. The whole analysis walks
+    trees a lot.
+    """
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    out: List[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is list or kind is tuple:
+            out.extend(item for item in value if _is_node_type(type(item)))
+        elif _is_node_type(kind):
+            out.append(value)
+    return out
+
+
 def walk(
     node: cst.CSTNode,
     *,
@@ -38,8 +71,7 @@ def walk(
         if not first and isinstance(current, skip):
             continue
         first = False
-        children = current.children
-        stack.extend(reversed(children))
+        stack.extend(reversed(children(current)))
 
 
 def walk_local(node: cst.CSTNode, include_root: bool = True) -> Iterator[cst.CSTNode]:

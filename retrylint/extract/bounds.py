@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, List, Optional
 
 import libcst as cst
 
 from ..model import UNKNOWN, Num, known
-from ..syntax import dotted_name, last_name, unwrap_await, walk
+from ..syntax import dotted_name, last_name, number, unwrap_await, walk
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, shape_of
 from .status import status_set
@@ -52,6 +53,7 @@ _MIRROR = {
     cst.Equal: cst.Equal,
     cst.NotEqual: cst.NotEqual,
 }
+_DEADLINE_WORDS = re.compile(r"(expired|deadline|timed_?out|time_?left|time_?remaining|remaining_?time|elapsed)", re.I)
 _FLAG_METHODS = frozenset({"is_set", "is_closed", "closed", "is_alive", "done", "cancelled", "is_running", "is_connected"})
 
 
@@ -76,20 +78,34 @@ class GuardEnv:
 
 
 def find_counters(writes: Dict[str, List[Binding]], ctx: ModuleContext, loop: cst.CSTNode) -> Dict[str, CounterInfo]:
+    """Names stepped by a constant (``+= 1``, ``x = x - 1``); a reset to a constant is allowed."""
     counters: Dict[str, CounterInfo] = {}
     for name, bindings in writes.items():
-        steps = [_step_of(name, b, ctx) for b in bindings]
-        if not steps or any(s is None for s in steps):
+        steps = []
+        stepping = []
+        for binding in bindings:
+            step = _step_of(name, binding, ctx)
+            if step is None:
+                if _is_reset(binding):
+                    continue
+                steps = []
+                break
+            steps.append(step)
+            stepping.append(binding)
+        if not steps:
             continue
-        if len(steps) > 1 and len({s for s in steps if known(s)}) > 1:
+        if len({s for s in steps if known(s)}) > 1:
             steps = [UNKNOWN]
-        step = steps[0]
         counters[name] = CounterInfo(
             init=_initial(name, loop, ctx, bindings),
-            step=step,
-            update_line=ctx.location(bindings[0].node).line,
+            step=steps[0],
+            update_line=ctx.location(stepping[0].node).line,
         )
     return counters
+
+
+def _is_reset(binding: Binding) -> bool:
+    return binding.kind == "assign" and binding.value is not None and number(binding.value) is not None
 
 
 def _step_of(name: str, binding: Binding, ctx: ModuleContext) -> Optional[Num]:
@@ -175,9 +191,14 @@ def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_
         if isinstance(test.operator, cst.Or):
             # Either test exits: the tighter of the two bounds holds.
             return _tighter(left, right)
-        # Both must hold to exit: only a bound if both are bounds.
+        # Both must hold to exit: ``if max_retries is not None and retries >= max_retries``
+        # is still an attempt limit, of a value we cannot read.
         if left.kind in ("counter", "deadline") and right.kind in ("counter", "deadline"):
             return _looser(left, right)
+        if "counter" in (left.kind, right.kind):
+            return Guard("counter", attempts=UNKNOWN)
+        if "deadline" in (left.kind, right.kind):
+            return Guard("deadline", deadline=UNKNOWN)
         return Guard("unknown") if "unknown" in (left.kind, right.kind) else Guard("flag")
     if status_set(test, env.ctx) is not None:
         return Guard("status")
@@ -192,6 +213,8 @@ def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_
         return Guard("counter", attempts=_truthiness_attempts(dotted_name(test), env, guard_line, at_loop_head, exit_when_zero=False))
     if mentions_time(test, env.ctx):
         return Guard("deadline", deadline=_deadline_value(test, env))
+    if any(_DEADLINE_WORDS.search(n.rsplit(".", 1)[-1]) for n in names):
+        return Guard("deadline", deadline=UNKNOWN)  # ``if timer.expired:``, ``if time_left <= 0:``
     if any(isinstance(n, cst.Call) and _call_mentions_counter(n, env) for n in walk(test)):
         return Guard("counter", attempts=UNKNOWN)
     if _len_of_growing(test, env):

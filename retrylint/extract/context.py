@@ -10,7 +10,6 @@ from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (
     Assignment,
     MetadataWrapper,
-    ParentNodeProvider,
     PositionProvider,
     QualifiedNameProvider,
     ScopeProvider,
@@ -19,7 +18,7 @@ from libcst.metadata.scope_provider import Scope
 
 from ..model import Location
 from ..settings import Settings
-from ..syntax import dotted_name, walk
+from ..syntax import children, dotted_name, walk
 
 
 @dataclass(frozen=True)
@@ -37,18 +36,25 @@ class Binding:
 class ModuleContext:
     """libcst metadata for one module, resolved once and shared by every extractor."""
 
-    def __init__(self, module: cst.Module, path: str, settings: Settings) -> None:
+    def __init__(self, module: cst.Module, path: str, settings: Settings, sleepers: FrozenSet[str] = frozenset()) -> None:
         self.module = module
         self.path = path
         self.settings = settings
+        #: Functions and methods of the (whole, un-narrowed) module whose body waits.
+        self.sleepers = sleepers
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        resolved = self.wrapper.resolve_many(
-            [QualifiedNameProvider, ScopeProvider, ParentNodeProvider, PositionProvider]
-        )
+        resolved = self.wrapper.resolve_many([QualifiedNameProvider, ScopeProvider, PositionProvider])
         self._qnames = resolved[QualifiedNameProvider]
         self._scopes = resolved[ScopeProvider]
-        self._parents = resolved[ParentNodeProvider]
         self._positions = resolved[PositionProvider]
+        # Parent links: one pass over the dataclass fields, far cheaper than ParentNodeProvider.
+        self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+        stack: List[cst.CSTNode] = [module]
+        while stack:
+            node = stack.pop()
+            for child in children(node):
+                self._parents[child] = node
+                stack.append(child)
         self._binding_cache: Dict[Tuple[int, str], Tuple[Binding, ...]] = {}
 
     # ------------------------------------------------------------ metadata
@@ -99,6 +105,12 @@ class ModuleContext:
     def code(self, node: cst.CSTNode) -> str:
         text = self.module.code_for_node(node).strip()
         return " ".join(text.split())
+
+    def enclosing_class(self, node: cst.CSTNode) -> Optional[str]:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.ClassDef):
+                return ancestor.name.value
+        return None
 
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         for ancestor in self.ancestors(node):

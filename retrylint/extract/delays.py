@@ -28,28 +28,6 @@ from ..model import (
 from ..syntax import call_args, dotted_name, last_name, number, unwrap_await, walk
 from .context import Binding, ModuleContext
 
-SLEEP_FUNCTIONS = frozenset(
-    {
-        "time.sleep",
-        "asyncio.sleep",
-        "asyncio.tasks.sleep",
-        "trio.sleep",
-        "anyio.sleep",
-        "gevent.sleep",
-        "eventlet.sleep",
-        "eventlet.greenthread.sleep",
-        "tornado.gen.sleep",
-        "curio.sleep",
-    }
-)
-
-_EVENT_CONSTRUCTORS = frozenset(
-    {"threading.Event", "threading.Condition", "multiprocessing.Event", "gevent.event.Event"}
-)
-_EVENTISH = re.compile(r"(event|stop|shutdown|clos|exit|quit|cancel|wake|halt|terminat|done|finish|evt)", re.I)
-#: A call in the failure path whose name says it waits: its delay is unknown, not absent.
-_WAITISH = re.compile(r"(sleep|wait|backoff|delay|pause|throttle|cool_?down|jitter)", re.I)
-
 _RANDOM_FUNCTIONS = {
     "random.random": "unit",
     "random.uniform": "range",
@@ -96,59 +74,6 @@ _RNG_CONSTRUCTORS = frozenset(
     }
 )
 _PASSTHROUGH = frozenset({"float", "int", "round", "abs", "math.ceil", "math.floor", "datetime.timedelta"})
-
-
-# ---------------------------------------------------------------- sleeps
-
-
-@dataclass(frozen=True)
-class Sleep:
-    call: cst.Call
-    #: The delay expression; None when the call waits for an unknown time.
-    delay: Optional[cst.BaseExpression]
-
-
-def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
-    """A call that waits before the next attempt, with its delay expression."""
-    names = ctx.call_name(call)
-    if names & SLEEP_FUNCTIONS:
-        positional, keywords = call_args(call)
-        arg = keywords.get("seconds", keywords.get("delay", positional[0] if positional else None))
-        if arg is None:
-            return Sleep(call, cst.Integer("0")) if not call.args else Sleep(call, None)
-        return Sleep(call, arg)
-    if names & {"asyncio.wait_for"}:
-        positional, keywords = call_args(call)
-        waited = unwrap_await(positional[0]) if positional else None
-        timeout = keywords.get("timeout", positional[1] if len(positional) > 1 else None)
-        if isinstance(waited, cst.Call) and last_name(waited.func) == "wait" and timeout is not None:
-            return Sleep(call, timeout)
-        return None
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "wait":
-        positional, keywords = call_args(call)
-        timeout = keywords.get("timeout", positional[0] if positional else None)
-        if timeout is not None and _is_event(func.value, ctx):
-            return Sleep(call, timeout)
-        return None
-    name = last_name(func)
-    if name and _WAITISH.search(name) and not (names & {"asyncio.wait_for", "asyncio.wait"}):
-        return Sleep(call, None)
-    return None
-
-
-def _is_event(receiver: cst.BaseExpression, ctx: ModuleContext) -> bool:
-    name = dotted_name(receiver)
-    if name is None:
-        return False
-    if _EVENTISH.search(name.rsplit(".", 1)[-1]):
-        return True
-    if isinstance(receiver, cst.Name):
-        for binding in ctx.bindings(receiver):
-            value = binding.value
-            if isinstance(value, cst.Call) and ctx.call_name(value) & _EVENT_CONSTRUCTORS:
-                return True
-    return False
 
 
 # ---------------------------------------------------------------- shapes
@@ -216,7 +141,17 @@ def classify(expr: Optional[cst.BaseExpression], env: DelayEnv) -> Delay:
     text = env.ctx.code(expr)
     shape = shape_of(expr, env)
     delay = to_delay(shape)
-    return replace(delay, text=text, honours_retry_after="retry" in text.lower() and "after" in text.lower())
+    return replace(delay, text=text, honours_retry_after=_mentions_retry_after(expr, text, env))
+
+
+def _mentions_retry_after(expr: cst.BaseExpression, text: str, env: DelayEnv) -> bool:
+    """The delay comes from the server (``Retry-After``), directly or through a local name."""
+    texts = [text]
+    for name in _names_in(expr):
+        for binding in env.loop_writes.get(name, ()):
+            if binding.value is not None:
+                texts.append(env.ctx.code(binding.value))
+    return any(re.search(r"retry[-_ ]?after", t, re.I) for t in texts)
 
 
 def to_delay(shape: Shape) -> Delay:
@@ -850,7 +785,11 @@ def _subscript(expr: cst.Subscript, env: DelayEnv) -> Shape:
 def _literal_numbers(expr: cst.BaseExpression, env: DelayEnv) -> Optional[Tuple[float, ...]]:
     """``[1, 2, 4]`` directly or through a name bound once (locally or at module level)."""
     if isinstance(expr, (cst.List, cst.Tuple)):
-        values = [number(e.value) for e in expr.elements]
+        elements = list(expr.elements)
+        # ``(0.1, 0.3, 0.6, None)``: a trailing None marks "no more retries".
+        while elements and isinstance(elements[-1].value, cst.Name) and elements[-1].value.value == "None":
+            elements.pop()
+        values = [number(e.value) for e in elements]
         if values and all(v is not None for v in values):
             return tuple(values)  # type: ignore[arg-type]
         return None

@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from ..model import CatchKind, Location, RetriedError
-from ..syntax import EXITS, dotted_name, if_branches, last_name, outcomes, statements, walk_local
+from ..syntax import DEFERRED, EXITS, dotted_name, if_branches, last_name, outcomes, statements, walk, walk_local
 from .context import ModuleContext
 from .status import HTTP_ERROR_BASES, HTTP_STATUS_EXCEPTIONS, status_set
 
@@ -41,6 +41,19 @@ NOT_YET = frozenset(
     }
 )
 
+#: The last part of a class name is enough for these: libraries re-export them under many paths.
+_NOT_YET_NAMES = frozenset(
+    {
+        "Empty", "Full", "QueueEmpty", "QueueFull", "WouldBlock", "Again", "ConnectionNotAvailable",
+        "StopIteration", "StopAsyncIteration", "BlockingIOError", "InterruptedError", "SSLWantReadError",
+        "SSLWantWriteError", "WantReadError", "WantWriteError", "WantX509LookupError", "GeneratorExit",
+        "KeyboardInterrupt", "SystemExit", "CancelledError", "BLOCKING_IO_ERRORS", "BLOCKING_IO_READ_ERROR",
+        "BLOCKING_IO_WRITE_ERROR", "BLOCKING_IO_LOOKUP_ERROR",
+    }
+)
+#: errno values that mean "interrupted" or "not ready": going round again is correct.
+_NOT_YET_ERRNO = re.compile(r"\b(EINTR|EAGAIN|EWOULDBLOCK|EINPROGRESS|EALREADY)\b")
+
 _FILTER_CALL = re.compile(r"(raise|retr|fatal|permanent|check|should|transient|recoverable|handle|is_|can_)", re.I)
 
 
@@ -62,8 +75,34 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         return Handler(handler, (), True, False, variable)
     names = exception_names(handler.type, ctx)
     catch_all = any(n in CATCH_ALL for n in names)
-    polling = bool(names) and all(n in NOT_YET for n in names)
+    polling = bool(names) and all(_not_yet(n) for n in names) or _retries_only_on_errno(handler, ctx)
     return Handler(handler, names, catch_all, polling, variable)
+
+
+def _not_yet(name: str) -> bool:
+    return name in NOT_YET or name.rsplit(".", 1)[-1] in _NOT_YET_NAMES
+
+
+def _retries_only_on_errno(handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:
+    """``except OSError as e: if e.errno == errno.EINTR: continue; raise``: EINTR handling."""
+    for node in walk_local(handler.body):
+        if isinstance(node, cst.If) and _NOT_YET_ERRNO.search(ctx.code(node.test)):
+            return True
+    return False
+
+
+def failure_names(handler: Handler, ctx: ModuleContext) -> Tuple[str, ...]:
+    """The exception variable and the names the handler derives from it (``status = e.code``)."""
+    if not handler.variable:
+        return ()
+    names = {handler.variable}
+    for node in walk(handler.node.body, skip=DEFERRED):
+        if isinstance(node, cst.Assign) and set(_names(node.value)) & names:
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name:
+                    names.add(name)
+    return tuple(sorted(names))
 
 
 def exception_names(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0) -> Tuple[str, ...]:
@@ -93,9 +132,10 @@ def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
     ``if isinstance(e, Fatal): raise``, ``if e.response.status_code < 500: raise``,
     ``if not is_retryable(e): return``, ``self._raise_if_fatal(e)``, ``match e: …``.
     """
+    variables = failure_names(handler, ctx)
     variable = handler.variable
-    for node in walk_local(handler.node.body):
-        if isinstance(node, cst.If) and _looks_at_failure(node.test, variable, ctx):
+    for node in walk(handler.node.body, skip=DEFERRED):
+        if isinstance(node, cst.If) and _looks_at_failure(node.test, variables, ctx):
             body, orelse = if_branches(node)
             if outcomes(body) & EXITS or (orelse is not None and outcomes(orelse) & EXITS) or orelse is None and _exits_after(node, handler, ctx):
                 return True
@@ -103,7 +143,7 @@ def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
             return True
         if isinstance(node, cst.Call) and variable:
             name = last_name(node.func) or ""
-            passes_failure = any(variable in _names(arg.value) for arg in node.args)
+            passes_failure = any(set(_names(arg.value)) & set(variables) for arg in node.args)
             if passes_failure and _FILTER_CALL.search(name) and name not in ("print", "format", "str", "repr"):
                 return True
         if isinstance(node, cst.Assert) and variable and variable in _names(node.test):
@@ -122,9 +162,9 @@ def _exits_after(node: cst.If, handler: Handler, ctx: ModuleContext) -> bool:
     return False
 
 
-def _looks_at_failure(test: cst.BaseExpression, variable: Optional[str], ctx: ModuleContext) -> bool:
+def _looks_at_failure(test: cst.BaseExpression, variables: Tuple[str, ...], ctx: ModuleContext) -> bool:
     names = _names(test)
-    if variable and any(n == variable or n.startswith(variable + ".") for n in names):
+    if any(n == v or n.startswith(v + ".") for n in names for v in variables):
         return True
     # A status test on a response captured before the failure.
     return status_set(test, ctx) is not None
@@ -132,7 +172,7 @@ def _looks_at_failure(test: cst.BaseExpression, variable: Optional[str], ctx: Mo
 
 def _names(node: cst.CSTNode) -> List[str]:
     out = []
-    for n in walk_local(node):
+    for n in walk(node):
         if isinstance(n, (cst.Name, cst.Attribute)):
             name = dotted_name(n)
             if name:

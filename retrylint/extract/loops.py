@@ -10,14 +10,15 @@ back to the loop head, while success leaves the loop:
 * a test on an HTTP status that exits for some statuses (a success) and goes
   round again for others.
 
-Loops over items (consumers, servers), polling loops without failure handling,
-loops whose handlers only catch "not yet" exceptions, and interactive re-prompt
-loops are not retries.
+Loops over items (consumers, servers, stream reads), polling loops without
+failure handling, loops whose handlers only catch "not yet" exceptions, and
+interactive re-prompt loops are not retries.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -37,33 +38,53 @@ from ..model import (
     known,
 )
 from ..syntax import (
-    BREAK,
     CONTINUE,
     DEFERRED,
     EXITS,
     FALL,
     LOOPS,
-    RAISE,
-    RETURN,
     call_args,
     dotted_name,
     if_branches,
     last_name,
     outcomes,
-    statement_outcomes,
     statements,
     unwrap_await,
     walk,
     walk_local,
 )
-from .bounds import CounterInfo, GuardEnv, classify_guard, find_counters
+from .bounds import GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
-from .delays import DelayEnv, Sleep, classify, literal_steps, sleep_of
-from .errors import Handler, describe_handler, retried_error
-from .status import ALL_STATUSES, status_set
+from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
+from .errors import Handler, describe_handler, failure_names, retried_error
+from .flow import exits_in, guard_exits, rest_after, status_outcomes
+from .status import ALL_STATUSES, mentions_status, status_set
+from .waits import Sleep, sleep_of
 
 _PROMPTS = frozenset({"input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "rich.prompt.Prompt.ask"})
 _TRIVIAL_CALLS = frozenset({"int", "float", "str", "bool", "len", "dict", "list", "tuple", "set", "repr", "print", "isinstance"})
+#: Calls that take the next item of a stream: going round again reads new data, it retries nothing.
+_STREAM_READS = frozenset(
+    {
+        "getone", "getmany", "next", "__next__", "anext", "__anext__", "recv", "recv_into", "recvfrom",
+        "receive", "receive_bytes", "receive_text", "receive_json", "read", "readline", "readexactly",
+        "readuntil", "read_message", "poll", "consume", "pop", "popleft", "get_message", "get_nowait", "accept",
+    }
+)
+_LOGGING = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print", "format"})
+_TIMEOUT_CONTEXTS = frozenset(
+    {
+        "async_timeout.timeout",
+        "asyncio.timeout",
+        "asyncio.timeout_at",
+        "anyio.fail_after",
+        "anyio.move_on_after",
+        "trio.fail_after",
+        "trio.move_on_after",
+        "trio.fail_at",
+        "trio.move_on_at",
+    }
+)
 _GIVE_UP_DLQ = ("dead", "dlq", "poison", "quarantine")
 
 
@@ -86,6 +107,18 @@ class TryAnalysis:
     rest: List[cst.CSTNode]
     success_exit: bool
     operation: Optional[cst.Call]
+
+
+@dataclass
+class StatusSite:
+    """A loop that goes round again on some HTTP statuses."""
+
+    test: cst.If
+    response: Optional[cst.Call]
+    #: Statuses retried; None when the code decides in a way we cannot read.
+    retried: Optional[FrozenSet[int]]
+    #: Branches that exit on success (their sleeps are not between attempts).
+    success_branches: Tuple[cst.CSTNode, ...] = ()
 
 
 def extract_loops(ctx: ModuleContext) -> List[RetryPolicy]:
@@ -114,18 +147,19 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     operations = [t.operation for t in retry_trys if t.operation is not None]
     if any(ctx.call_name(op) & _PROMPTS for op in operations):
         return None  # re-prompting a user is not retrying a failure
+    if operations and status is None and all(_is_stream_read(op) for op in operations):
+        return None  # reading the next item of a stream again is not a retry
 
     counters = dict(iteration.counters)
     counters.update(find_counters(writes, ctx, loop))
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
-    not_between_attempts = _not_between_attempts(retry_trys)
-    delay, delay_location = _delay(loop, ctx, iteration, counters, writes, sleeps, not_between_attempts, retry_trys)
+    delay, delay_location = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
     errors = _errors(retry_trys, ctx)
     statuses = _statuses(status, retry_trys, ctx)
 
     header_end = loop.iter if isinstance(loop, cst.For) else loop.test
     location = ctx.location(loop, end=header_end)
-    operation = operations[0] if operations else (status[1] if status else None)
+    operation = operations[0] if operations else (status.response if status else None)
     return RetryPolicy(
         source="loop",
         bound=bound,
@@ -137,11 +171,19 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         header_lines=tuple(location.lines),
         delay_location=delay_location,
         extent=ctx.location(loop),
-        description=_describe(loop, ctx, iteration),
+        description=_describe(loop, ctx),
         operation=ctx.code(operation.func) if isinstance(operation, cst.Call) else "",
         is_async=any(isinstance(n, cst.Await) for n in walk_local(loop.body))
         or bool(isinstance(loop, cst.For) and loop.asynchronous),
     )
+
+
+def _is_stream_read(call: cst.Call) -> bool:
+    """``self.resp.content.readline()``, ``sock.recv(n)``: not ``urlopen(url).read()``."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in _STREAM_READS and isinstance(func.value, (cst.Name, cst.Attribute))
+    return isinstance(func, cst.Name) and func.value in ("next", "anext")
 
 
 # ---------------------------------------------------------------- iteration
@@ -228,8 +270,6 @@ def _range_iteration(target_name: Optional[str], args: Sequence[cst.BaseExpressi
 def _const(expr: Optional[cst.BaseExpression], env: DelayEnv, default: Num = UNKNOWN) -> Num:
     if expr is None:
         return default
-    from .delays import shape_of
-
     shape = shape_of(expr, env)
     return shape.value if shape.kind == "const" else UNKNOWN
 
@@ -267,66 +307,54 @@ def _loop_trys(loop: cst.CSTNode, ctx: ModuleContext) -> List[cst.Try]:
     return found
 
 
-def rest_after(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext) -> List[cst.CSTNode]:
-    """Statements that run after ``node`` finishes normally, up to the end of ``stop``'s body."""
-    out: List[cst.CSTNode] = []
-    current = node
-    while current is not stop:
-        parent = ctx.parent(current)
-        if parent is None:
-            break
-        if isinstance(parent, (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Module)):
-            members = statements(parent.body if isinstance(parent, cst.Module) else parent)
-            anchor = current
-            if isinstance(current, cst.SimpleStatementLine):
-                anchor = current.body[-1]
-            for index, member in enumerate(members):
-                if member is anchor:
-                    out.extend(members[index + 1 :])
-                    break
-        elif isinstance(parent, cst.SimpleStatementLine):
-            members = list(parent.body)
-            for index, member in enumerate(members):
-                if member is current:
-                    out.extend(members[index + 1 :])
-                    break
-            grand = ctx.parent(parent)
-            if isinstance(grand, cst.IndentedBlock):
-                block = statements(grand)
-                last = parent.body[-1]
-                for index, member in enumerate(block):
-                    if member is last:
-                        out.extend(block[index + 1 :])
-                        break
-                current = grand
-                continue
-        current = parent
-    return out
-
-
 def _analyse_try(node: cst.Try, loop: cst.CSTNode, ctx: ModuleContext, result_names: FrozenSet[str]) -> TryAnalysis:
     handlers = [describe_handler(h, ctx) for h in node.handlers]
+    operation = _operation(node, ctx)
     rest = rest_after(node, loop, ctx)
     rest_out = outcomes(rest)
     loops_back = bool(rest_out & {FALL, CONTINUE})
+    rest_exits = exits_in(rest, ctx)
     retrying, exiting = [], []
     for handler in handlers:
         result = outcomes(statements(handler.node.body))
         if handler.polling:
             continue
-        if CONTINUE in result or (FALL in result and loops_back):
+        if CONTINUE in result:
+            retrying.append(handler)
+        elif FALL in result and loops_back and not _absorbed(handler, rest_exits, operation, ctx):
             retrying.append(handler)
         elif result & EXITS:
             exiting.append(handler)
-    success_path = statements(node.body) + statements(node.orelse) + rest
+    success_path = statements(node.body) + statements(node.orelse)
     return TryAnalysis(
         node=node,
         handlers=handlers,
         retrying=retrying,
         exiting=exiting,
         rest=rest,
-        success_exit=_success_exit(success_path, loop, ctx, result_names),
-        operation=_operation(node, ctx),
+        success_exit=_success_exit(success_path, rest, loop, ctx, result_names),
+        operation=operation,
+    )
+
+
+def _absorbed(handler: Handler, rest_exits, operation: Optional[cst.Call], ctx: ModuleContext) -> bool:
+    """The handler swallows the failure and the iteration goes on to its success test.
+
+    ``except KeyError: pass`` while parsing, followed by ``if 200 <= status < 300: return``:
+    the failure is not what sends the loop round again. Unless the success test reads
+    what the handler sets (``except X: result = None`` … ``if result is not None``) or
+    what the failed operation worked on (``wait_for(future)`` … ``if future.succeeded()``).
+    """
+    guarded = [guard for _, guard, _ in rest_exits if guard is not None]
+    if not guarded:
+        return False
+    related = set(ctx.writes_in(handler.node.body))
+    if operation is not None:
+        statement = ctx.statement_of(operation)
+        related |= {n.split(".")[0] for n in _names(statement)} | set(_names(statement))
+    return not any(
+        set(_names(guard.test)) & related or {n.split(".")[0] for n in _names(guard.test)} & related
+        for guard in guarded
     )
 
 
@@ -338,20 +366,18 @@ def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
     return None
 
 
-def _success_exit(stmts: List[cst.CSTNode], loop: cst.CSTNode, ctx: ModuleContext, result_names: FrozenSet[str]) -> bool:
+def _success_exit(
+    attempt: List[cst.CSTNode], rest: List[cst.CSTNode], loop: cst.CSTNode, ctx: ModuleContext, result_names: FrozenSet[str]
+) -> bool:
     """Does the normal completion of the attempt leave the loop?"""
-    roots = set(map(id, stmts))
-    for root in stmts:
-        for node in _walk_success(root):
-            if not isinstance(node, (cst.Return, cst.Break)):
-                continue
-            guard, positive = _innermost_guard(node, roots, ctx)
-            if guard is None or _is_success_test(guard.test, positive, ctx, result_names):
-                return True
+    for _, guard, positive in exits_in(attempt + rest, ctx):
+        if guard is None or is_success_test(guard.test, positive, ctx, result_names):
+            return True
     if isinstance(loop, cst.While):
+        # ``while not done`` / ``while result is None``: the attempt itself sets the flag.
         tested = set(_names(loop.test))
-        for root in stmts:
-            for node in _walk_success(root):
+        for root in attempt:
+            for node in walk(root, skip=DEFERRED + LOOPS + (cst.ExceptHandler,)):
                 if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                     targets = node.targets if isinstance(node, cst.Assign) else [node]
                     for target in targets:
@@ -360,30 +386,23 @@ def _success_exit(stmts: List[cst.CSTNode], loop: cst.CSTNode, ctx: ModuleContex
     return False
 
 
-def _walk_success(root: cst.CSTNode):
-    """Walk a success path: no nested defs or loops, no except handlers of nested trys."""
-    return walk(root, skip=DEFERRED + LOOPS + (cst.ExceptHandler,))
+_RETRY_DECISION = re.compile(r"(retry|retriable|retryable)", re.I)
+#: Names of what is still failing: ``if not to_retry: break`` means everything succeeded.
+_LEFTOVER = re.compile(r"(retry|retries|fail|error|pending|remaining|left|todo|unfinished|outstanding|missing)", re.I)
 
 
-def _innermost_guard(node: cst.CSTNode, roots: Set[int], ctx: ModuleContext) -> Tuple[Optional[cst.If], bool]:
-    child = node
-    for ancestor in ctx.ancestors(node):
-        if id(child) in roots:
-            return None, True
-        if isinstance(ancestor, cst.If):
-            in_body = ctx.is_inside(node, ancestor.body) or ancestor.body is child
-            return ancestor, in_body
-        child = ancestor
-    return None, True
-
-
-def _is_success_test(test: cst.BaseExpression, positive: bool, ctx: ModuleContext, result_names: FrozenSet[str]) -> bool:
+def is_success_test(test: cst.BaseExpression, positive: bool, ctx: ModuleContext, result_names: FrozenSet[str]) -> bool:
+    if isinstance(test, cst.Call) and _RETRY_DECISION.search(last_name(test.func) or ""):
+        # ``if not retry_func(response): return response``: true means "retry".
+        return not positive and _mentions_result(test, result_names)
+    if not positive and isinstance(test, (cst.Name, cst.Attribute)) and _LEFTOVER.search(dotted_name(test) or ""):
+        return _mentions_result(test, result_names)
     statuses = status_set(test, ctx)
     if statuses is not None:
         taken = statuses if positive else ALL_STATUSES - statuses
         return any(200 <= s < 300 for s in taken)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _is_success_test(test.expression, not positive, ctx, result_names)
+        return is_success_test(test.expression, not positive, ctx, result_names)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
         right = test.comparisons[0].comparator
@@ -392,7 +411,7 @@ def _is_success_test(test: cst.BaseExpression, positive: bool, ctx: ModuleContex
                 positive = not positive
             return positive and _mentions_result(test.left, result_names)
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and positive:
-        return _is_success_test(test.left, True, ctx, result_names) or _is_success_test(test.right, True, ctx, result_names)
+        return is_success_test(test.left, True, ctx, result_names) or is_success_test(test.right, True, ctx, result_names)
     return positive and _mentions_result(test, result_names)
 
 
@@ -403,9 +422,7 @@ def _mentions_result(node: cst.CSTNode, result_names: FrozenSet[str]) -> bool:
 # ---------------------------------------------------------------- HTTP status loops
 
 
-def _status_site(
-    loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[Binding]]
-) -> Optional[Tuple[FrozenSet[int], Optional[cst.Call], cst.If]]:
+def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[Binding]]) -> Optional[StatusSite]:
     """A loop that goes round again on some HTTP statuses and exits on success."""
     body = statements(loop.body)  # type: ignore[attr-defined]
     first: Optional[cst.If] = None
@@ -423,8 +440,9 @@ def _status_site(
     if start is None:
         return None
     tail = body[start:]
-    retried, exits_on_success = set(), False
-    for status in ALL_STATUSES:
+    retried: Set[int] = set()
+    exits_on_success = False
+    for status in sorted(ALL_STATUSES):
         result = status_outcomes(tail, status, ctx)
         if result & {FALL, CONTINUE}:
             retried.add(status)
@@ -432,8 +450,72 @@ def _status_site(
             exits_on_success = True
     if not retried or not exits_on_success:
         return None
-    response = _response_call(first, writes, ctx)
-    return frozenset(retried), response, first
+    region = [n for s in tail for n in walk_local(s)]
+    status_ifs = [n for n in region if isinstance(n, cst.If) and not _in_handler(n, loop, ctx)]
+    readable = [n for n in status_ifs if status_set(n.test, ctx) is not None]
+    unreadable = [
+        n for n in status_ifs if status_set(n.test, ctx) is None and (mentions_status(n.test, ctx) or _delegates(n.test, writes))
+    ]
+    final: Optional[FrozenSet[int]] = frozenset(retried)
+    if unreadable:
+        final = None  # the code decides with something we cannot read (a config set, a helper)
+    else:
+        final = _explicit_permanent_handling(readable, frozenset(retried), ctx)
+    success = tuple(
+        branch
+        for n in readable
+        for branch in _success_branches(n, ctx)
+    )
+    return StatusSite(first, _response_call(first, writes), final, success)
+
+
+def _explicit_permanent_handling(status_ifs: List[cst.If], retried: FrozenSet[int], ctx: ModuleContext) -> FrozenSet[int]:
+    """When the code exits explicitly on some 4xx, only 4xx it explicitly retries count.
+
+    ``if status == 200: return … elif status in (404, 403, 405): return None`` handles
+    the client errors it knows; the statuses that fall through were not chosen for retry.
+    """
+    exits_4xx: Set[int] = set()
+    retries: Set[int] = set()
+    for node in status_ifs:
+        tested = status_set(node.test, ctx) or frozenset()
+        body, orelse = if_branches(node)
+        for branch, statuses in ((body, tested), (orelse, ALL_STATUSES - tested)):
+            if branch is None:
+                continue
+            result = outcomes(branch)
+            permanent = {s for s in statuses if 400 <= s < 500 and s not in (408, 429)}
+            if result and result <= EXITS:
+                exits_4xx |= permanent
+            elif CONTINUE in result:
+                retries |= set(statuses)
+    if not exits_4xx:
+        return retried
+    return frozenset(s for s in retried if not (400 <= s < 500) or s in retries)
+
+
+def _success_branches(node: cst.If, ctx: ModuleContext) -> List[cst.CSTNode]:
+    tested = status_set(node.test, ctx) or frozenset()
+    out = []
+    if any(200 <= s < 300 for s in tested):
+        out.append(node.body)
+    elif node.orelse is not None and any(200 <= s < 300 for s in ALL_STATUSES - tested):
+        out.append(node.orelse)
+    return out
+
+
+def _delegates(test: cst.BaseExpression, writes: Dict[str, List[Binding]]) -> bool:
+    """A call in the test that is handed the response: ``retry.handle_retry_on_status(resp.status)``."""
+    for node in walk(test):
+        if isinstance(node, cst.Call) and any(
+            name.split(".")[0] in writes for arg in node.args for name in _names(arg.value)
+        ):
+            return True
+    return False
+
+
+def _in_handler(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    return any(isinstance(a, cst.ExceptHandler) for a in _ancestors_until(node, loop, ctx))
 
 
 def _ancestors_until(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext):
@@ -443,46 +525,7 @@ def _ancestors_until(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext):
         yield ancestor
 
 
-def status_outcomes(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) -> FrozenSet[str]:
-    """Like :func:`outcomes`, but every status test is decided for ``status``."""
-    current = {FALL}
-    for statement in stmts:
-        if FALL not in current:
-            break
-        current.discard(FALL)
-        current |= _status_statement(statement, status, ctx)
-    return frozenset(current)
-
-
-def _status_statement(node: cst.CSTNode, status: int, ctx: ModuleContext) -> FrozenSet[str]:
-    if isinstance(node, cst.If):
-        body, orelse = if_branches(node)
-        tested = status_set(node.test, ctx)
-        if tested is not None:
-            branch = body if status in tested else orelse
-            return status_outcomes(branch, status, ctx) if branch is not None else frozenset({FALL})
-        result = set(status_outcomes(body, status, ctx))
-        result |= status_outcomes(orelse, status, ctx) if orelse is not None else {FALL}
-        return frozenset(result)
-    if isinstance(node, cst.Expr):
-        value = unwrap_await(node.value)
-        if isinstance(value, cst.Call) and last_name(value.func) == "raise_for_status" and status >= 400:
-            return frozenset({RAISE})
-    if isinstance(node, cst.Try):
-        body = status_outcomes(statements(node.body), status, ctx)
-        result = set(body - {FALL})
-        if FALL in body:
-            result |= status_outcomes(statements(node.orelse), status, ctx) if node.orelse else {FALL}
-        if RAISE in body:
-            for handler in node.handlers:
-                result |= outcomes(statements(handler.body))
-        return frozenset(result)
-    if isinstance(node, cst.With):
-        return status_outcomes(statements(node.body), status, ctx)
-    return statement_outcomes(node)
-
-
-def _response_call(test_if: cst.If, writes: Dict[str, List[Binding]], ctx: ModuleContext) -> Optional[cst.Call]:
+def _response_call(test_if: cst.If, writes: Dict[str, List[Binding]]) -> Optional[cst.Call]:
     for name in _names(test_if.test):
         for binding in writes.get(name.split(".")[0], []):
             value = unwrap_await(binding.value) if binding.value is not None else None
@@ -502,54 +545,140 @@ def _bound(
     writes: Dict[str, List[Binding]],
     retry_trys: List[TryAnalysis],
 ) -> Tuple[Bound, Optional[cst.CSTNode]]:
-    failure_names = frozenset(
-        h.variable for t in retry_trys for h in t.handlers if h.variable
+    """The site's bound: the loosest over its retry paths.
+
+    A guard inside one ``except`` handler bounds only that handler's path: a limit on
+    timeouts does not stop the retries of connection errors.
+    """
+    failing = frozenset(
+        name for t in retry_trys for h in t.handlers for name in failure_names(h, ctx)
     )
     attempt_line = min((ctx.location(t.node).line for t in retry_trys), default=0)
-    env = GuardEnv(ctx, counters=counters, loop_writes=writes, failure_names=failure_names,
+    env = GuardEnv(ctx, counters=counters, loop_writes=writes, failure_names=failing,
                    attempt_line=attempt_line, appended=_appended(loop))
-    attempts: Num = iteration.attempts
-    deadline: Num = None
+    handlers = [h for t in retry_trys for h in t.retrying]
+    shared = _PathBound(attempts=iteration.attempts, deadline=_enclosing_timeout(loop, ctx))
+    per_handler = {id(h.node): _PathBound() for h in handlers}
     texts: List[str] = []
     give_up: Optional[cst.CSTNode] = None
-    possible = False
     if iteration.attempts is not None:
         texts.append(iteration.text)
+    if shared.deadline is not None:
+        texts.append("inside a timeout context")
     if isinstance(loop, cst.While) and not iteration.infinite:
         guard = classify_guard(loop.test, env, ctx.location(loop).line, at_loop_head=True)
-        attempts, deadline, possible = _apply_guard(guard, attempts, deadline, possible)
+        shared.apply(guard)
         if guard.kind in ("counter", "deadline"):
             texts.append(iteration.text)
-    success_regions = [t.node.body for t in retry_trys] + [t.node.orelse for t in retry_trys if t.node.orelse]
+        elif guard.kind == "flag" and _flag_set_by_decision(loop.test, writes, retry_trys, ctx):
+            shared.possible = True  # ``while retry_active:`` with ``retry_active = self.increment(...)``
+    attempt_regions = [t.node.body for t in retry_trys] + [t.node.orelse for t in retry_trys if t.node.orelse]
     for node in walk_local(loop.body):  # type: ignore[attr-defined]
-        if not isinstance(node, cst.If):
+        if isinstance(node, cst.Expr) and _raises_when_expired(node):
+            shared.possible = True  # ``timer.maybe_raise()``
             continue
-        body, orelse = if_branches(node)
-        exiting = [b for b in (body, orelse) if b is not None and outcomes(b) & EXITS]
-        if not exiting:
+        if not isinstance(node, cst.If) or not guard_exits(node, ctx):
+            continue
+        owner = next((h for h in handlers if ctx.is_inside(node, h.node)), None)
+        target = per_handler[id(owner.node)] if owner is not None else shared
+        if _is_gate(node):
+            target.possible = True  # ``if retry.handle_retry(): continue``: a policy object decides
             continue
         guard = classify_guard(node.test, env, ctx.location(node).line)
-        if guard.kind == "unknown" and any(ctx.is_inside(node, region) for region in success_regions):
+        if guard.kind == "unknown" and any(ctx.is_inside(node, region) for region in attempt_regions):
             continue
-        before = (attempts, deadline)
-        attempts, deadline, possible = _apply_guard(guard, attempts, deadline, possible)
+        before = (target.attempts, target.deadline)
+        target.apply(guard)
         if guard.kind in ("counter", "deadline"):
             texts.append("if " + ctx.code(node.test))
-            if (attempts, deadline) != before or give_up is None:
+            if (target.attempts, target.deadline) != before or give_up is None:
                 give_up = node
-    if attempts is None and deadline is None and possible:
-        attempts = UNKNOWN
-    return Bound(attempts=attempts, deadline=deadline, text="; ".join(texts)), give_up
+    paths = [shared.merged(per_handler[id(h.node)]) for h in handlers] or [shared]
+    return _loosest(paths, "; ".join(texts)), give_up
 
 
-def _apply_guard(guard, attempts: Num, deadline: Num, possible: bool) -> Tuple[Num, Num, bool]:
-    if guard.kind == "counter":
-        attempts = _tighter(attempts, guard.attempts)
-    elif guard.kind == "deadline":
-        deadline = _tighter(deadline, guard.deadline)
-    elif guard.kind == "unknown":
-        possible = True
-    return attempts, deadline, possible
+@dataclass
+class _PathBound:
+    attempts: Num = None
+    deadline: Num = None
+    #: A test we cannot read may stop the retry: the bound exists but is unknown.
+    possible: bool = False
+
+    def apply(self, guard) -> None:
+        if guard.kind == "counter":
+            self.attempts = _tighter(self.attempts, guard.attempts)
+        elif guard.kind == "deadline":
+            self.deadline = _tighter(self.deadline, guard.deadline)
+        elif guard.kind == "unknown":
+            self.possible = True
+
+    def merged(self, other: "_PathBound") -> "_PathBound":
+        return _PathBound(
+            _tighter(self.attempts, other.attempts),
+            _tighter(self.deadline, other.deadline),
+            self.possible or other.possible,
+        )
+
+    def bound(self, text: str) -> Bound:
+        attempts = self.attempts
+        if attempts is None and self.deadline is None and self.possible:
+            attempts = UNKNOWN
+        return Bound(attempts=attempts, deadline=self.deadline, text=text)
+
+
+def _loosest(paths: List[_PathBound], text: str) -> Bound:
+    bounds = [p.bound(text) for p in paths]
+    if any(b.unbounded for b in bounds):
+        return Bound(text="")
+    first = bounds[0]
+    if all((b.attempts, b.deadline) == (first.attempts, first.deadline) for b in bounds):
+        return first
+    # Paths stop at different limits: the site is bounded, by limits that depend on the error.
+    return Bound(attempts=UNKNOWN, text=text)
+
+
+_EXPIRY_CALL = re.compile(r"(maybe_raise|raise_if_expired|raise_on_timeout|check_deadline|check_timeout|ensure_time)", re.I)
+
+
+def _raises_when_expired(statement: cst.Expr) -> bool:
+    value = unwrap_await(statement.value)
+    return isinstance(value, cst.Call) and bool(_EXPIRY_CALL.search(last_name(value.func) or ""))
+
+
+def _is_gate(node: cst.If) -> bool:
+    """An If that sends the loop round again when a call says so."""
+    body, _ = if_branches(node)
+    return CONTINUE in outcomes(body) and any(
+        isinstance(n, cst.Call) and (last_name(n.func) or "") not in ("isinstance", "getattr", "hasattr", "len")
+        for n in walk(node.test)
+    )
+
+
+def _enclosing_timeout(loop: cst.CSTNode, ctx: ModuleContext) -> Num:
+    """``async with asyncio.timeout(30): while True: …``: the context is the deadline."""
+    for ancestor in ctx.ancestors(loop):
+        if isinstance(ancestor, DEFERRED):
+            return None
+        if isinstance(ancestor, cst.With):
+            for item in ancestor.items:
+                call = unwrap_await(item.item)
+                if isinstance(call, cst.Call) and ctx.call_name(call) & _TIMEOUT_CONTEXTS:
+                    positional, keywords = call_args(call)
+                    value = positional[0] if positional else next(iter(keywords.values()), None)
+                    return _const(value, DelayEnv(ctx)) if value is not None else UNKNOWN
+    return None
+
+
+def _flag_set_by_decision(test: cst.BaseExpression, writes, retry_trys: List[TryAnalysis], ctx: ModuleContext) -> bool:
+    """The ``while`` flag is set from a call on the failure path: that call decides when to stop."""
+    for name in _names(test):
+        for binding in writes.get(name, []):
+            value = unwrap_await(binding.value) if binding.value is not None else None
+            if isinstance(value, cst.Call) and any(
+                ctx.is_inside(binding.node, h.node) for t in retry_trys for h in t.retrying
+            ):
+                return True
+    return False
 
 
 def _tighter(a: Num, b: Num) -> Num:
@@ -575,16 +704,6 @@ def _appended(loop: cst.CSTNode) -> FrozenSet[str]:
 # ---------------------------------------------------------------- delays
 
 
-def _not_between_attempts(retry_trys: List[TryAnalysis]) -> List[cst.CSTNode]:
-    """Subtrees whose sleeps are not waits between attempts (else clauses, exiting handlers)."""
-    excluded: List[cst.CSTNode] = []
-    for analysis in retry_trys:
-        if analysis.node.orelse is not None:
-            excluded.append(analysis.node.orelse)
-        excluded.extend(h.node for h in analysis.handlers if h not in analysis.retrying)
-    return excluded
-
-
 def _delay(
     loop: cst.CSTNode,
     ctx: ModuleContext,
@@ -592,67 +711,123 @@ def _delay(
     counters: Dict[str, CounterInfo],
     writes: Dict[str, List[Binding]],
     sleeps: List[Sleep],
-    excluded: List[cst.CSTNode],
     retry_trys: List[TryAnalysis],
+    status: Optional[StatusSite],
 ) -> Tuple[Delay, Optional[Location]]:
-    chosen: List[Sleep] = []
-    for sleep in sleeps:
-        if any(ctx.is_inside(sleep.call, region) for region in excluded):
+    """The delay before the next attempt, path by path; paths that disagree make it unknown."""
+    env_for = lambda sleep: DelayEnv(  # noqa: E731 - a small factory, used twice
+        ctx,
+        counters=counters,
+        loop_writes=writes,
+        step_targets=iteration.step_targets,
+        opaque_targets=iteration.opaque_targets,
+        sleep_line=ctx.location(sleep.call).line,
+    )
+    usable = [s for s in sleeps if not _in_exit_branch(s.call, loop, ctx)]
+    in_try = lambda s: any(ctx.is_inside(s.call, t.node) for t in retry_trys)  # noqa: E731
+    in_rest = lambda s: any(ctx.is_inside(s.call, r) or s.call is r for t in retry_trys for r in t.rest)  # noqa: E731
+    top = [s for s in usable if not in_try(s) and not in_rest(s)]
+    paths: List[List[Sleep]] = []
+    hidden: List[bool] = []
+    timeouts: List[bool] = []
+    for analysis in retry_trys:
+        before_operation = _sleeps_before_operation(analysis, usable, ctx)
+        rest_sleeps = [s for s in usable if any(ctx.is_inside(s.call, r) or s.call is r for r in analysis.rest)]
+        for handler in analysis.retrying:
+            own = [s for s in usable if ctx.is_inside(s.call, handler.node)]
+            falls = FALL in outcomes(statements(handler.node.body))
+            paths.append(top + before_operation + own + (rest_sleeps if falls else []))
+            hidden.append(_hidden_wait(analysis, handler, ctx))
+            timeouts.append(bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names))
+    if status is not None:
+        excluded = list(status.success_branches)
+        paths.append([s for s in usable if not any(ctx.is_inside(s.call, b) for b in excluded)
+                      and not any(ctx.is_inside(s.call, t.node) for t in retry_trys)])
+        hidden.append(any(isinstance(n, cst.If) and _is_gate(n) for n in walk_local(loop.body)))  # type: ignore[attr-defined]
+        timeouts.append(False)
+    delays: List[Tuple[Delay, Optional[Sleep]]] = []
+    for path, is_hidden, is_timeout in zip(paths, hidden, timeouts):
+        if not path:
+            if is_timeout and any(paths):
+                continue  # the attempt already waited its timeout; the other paths set the schedule
+            delays.append((Delay(DelayKind.UNKNOWN) if is_hidden else NO_DELAY, None))
             continue
-        inside_attempt = [t for t in retry_trys if ctx.is_inside(sleep.call, t.node.body)]
-        if inside_attempt:
-            # A sleep inside the attempt counts only before the operation runs.
-            operation = inside_attempt[0].operation
-            if operation is None or ctx.location(sleep.call).line >= ctx.location(operation).line:
-                continue
-        if _in_exit_branch(sleep.call, loop, ctx):
-            continue
-        chosen.append(sleep)
-    if not chosen:
+        delay, sleep = combine_delays([(classify(s.delay, env_for(s)), s) for s in path])
+        delays.append((delay, sleep))
+    if not delays:
         return NO_DELAY, None
-    delays = []
-    for sleep in chosen:
-        env = DelayEnv(
-            ctx,
-            counters=counters,
-            loop_writes=writes,
-            step_targets=iteration.step_targets,
-            opaque_targets=iteration.opaque_targets,
-            sleep_line=ctx.location(sleep.call).line,
-        )
-        delays.append((classify(sleep.delay, env), sleep))
-    return combine_delays(delays, ctx)
+    first, sleep = delays[0]
+    if all(_same_schedule(d, first) for d, _ in delays[1:]):
+        honours = any(d.honours_retry_after for d, _ in delays)
+        return replace(first, honours_retry_after=honours), ctx.location(sleep.call) if sleep is not None else None
+    return Delay(DelayKind.UNKNOWN, text=first.text), None
+
+
+def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: ModuleContext) -> List[Sleep]:
+    """A sleep inside the attempt counts only when it runs before the operation."""
+    operation = analysis.operation
+    if operation is None:
+        return []
+    line = ctx.location(operation).line
+    return [s for s in sleeps if ctx.is_inside(s.call, analysis.node.body) and ctx.location(s.call).line < line]
+
+
+def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext) -> bool:
+    """A wait we cannot classify on this path: the delay is unknown, not absent.
+
+    A waiting call inside the attempt after the operation, one in a loop nested in the
+    handler, or a decision handed to a policy object (``handler.can_retry(error=e)``,
+    ``self.process_redirect(exc)``) that may well sleep.
+    """
+    for node in walk(analysis.node.body, skip=DEFERRED):
+        if isinstance(node, cst.Call) and sleep_of(node, ctx) is not None:
+            return True
+    names = set(failure_names(handler, ctx))
+    for node in walk(handler.node.body, skip=DEFERRED):
+        if isinstance(node, cst.If) and _is_gate(node):
+            return True
+        if not isinstance(node, cst.Call):
+            continue
+        if sleep_of(node, ctx) is not None:
+            return True
+        called = (last_name(node.func) or "").lower()
+        if called in _LOGGING or (dotted_name(node.func) or "").split(".")[0] in ("log", "logger", "logging", "LOG", "_log", "_logger"):
+            continue
+        if names and any(set(_names(arg.value)) & names for arg in node.args):
+            return True
+    return False
 
 
 def _in_exit_branch(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     """A sleep in a branch that always leaves the loop is not between attempts."""
-    child = node
     for ancestor in ctx.ancestors(node):
         if ancestor is loop:
             return False
-        if isinstance(ancestor, (cst.IndentedBlock,)) and isinstance(ctx.parent(ancestor), (cst.If, cst.Else)):
-            stmts = statements(ancestor)
-            result = outcomes(stmts)
+        if isinstance(ancestor, cst.IndentedBlock) and isinstance(ctx.parent(ancestor), (cst.If, cst.Else)):
+            result = outcomes(statements(ancestor))
             if result and result <= EXITS:
                 return True
-        child = ancestor
     return False
 
 
-def combine_delays(delays: List[Tuple[Delay, Sleep]], ctx: ModuleContext) -> Tuple[Delay, Optional[Location]]:
-    """One delay for the site: the schedule, with server-chosen waits (Retry-After) set aside."""
+def combine_delays(delays: List[Tuple[Delay, Sleep]]) -> Tuple[Delay, Optional[Sleep]]:
+    """One delay for a path: the schedule, with server-chosen waits (Retry-After) set aside.
+
+    An explicit sleep is the schedule; a call that merely waits for something on the way
+    (``await self.ensure_coordinator_known()``) does not change its shape.
+    """
+    explicit = [(d, s) for d, s in delays if s is None or s.delay is not None]
+    if explicit:
+        delays = explicit
     scheduled = [(d, s) for d, s in delays if not d.honours_retry_after]
     honours = len(scheduled) < len(delays)
     if not scheduled:
         delay, sleep = delays[0]
-        return Delay(DelayKind.UNKNOWN, honours_retry_after=True, text=delay.text), ctx.location(sleep.call)
+        return Delay(DelayKind.UNKNOWN, honours_retry_after=True, text=delay.text), sleep
     first, sleep = scheduled[0]
-    same = all(_same_schedule(d, first) for d, _ in scheduled[1:])
-    if not same:
+    if not all(_same_schedule(d, first) for d, _ in scheduled[1:]):
         return Delay(DelayKind.UNKNOWN, honours_retry_after=honours, text=first.text), None
-    from dataclasses import replace
-
-    return replace(first, honours_retry_after=honours or first.honours_retry_after), ctx.location(sleep.call)
+    return replace(first, honours_retry_after=honours or first.honours_retry_after), sleep
 
 
 def _same_schedule(a: Delay, b: Delay) -> bool:
@@ -675,21 +850,26 @@ def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Tuple[RetriedE
     return tuple(out)
 
 
-def _statuses(
-    status: Optional[Tuple[FrozenSet[int], Optional[cst.Call], cst.If]],
-    retry_trys: List[TryAnalysis],
-    ctx: ModuleContext,
-) -> Optional[RetriedStatuses]:
+def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Optional[RetriedStatuses]:
     retried: Set[int] = set()
     where: Optional[cst.CSTNode] = None
     if status is not None:
-        retried |= status[0]
-        where = status[2].test
+        if status.retried is None:
+            return None
+        retried |= status.retried
+        where = status.test.test
     for analysis in retry_trys:
         for handler in analysis.retrying:
-            tests = [n for n in walk_local(handler.node.body) if isinstance(n, cst.If) and status_set(n.test, ctx) is not None]
+            ifs = [n for n in walk(handler.node.body, skip=DEFERRED) if isinstance(n, cst.If)]
+            tests = [n for n in ifs if status_set(n.test, ctx) is not None]
             if not tests:
                 continue
+            names = set(failure_names(handler, ctx))
+            if any(
+                status_set(n.test, ctx) is None and (mentions_status(n.test, ctx) or set(_names(n.test)) & names)
+                for n in ifs
+            ):
+                return None  # a decision on the failure that we cannot read
             path = statements(handler.node.body) + analysis.rest
             for code in range(400, 600):
                 if status_outcomes(path, code, ctx) & {FALL, CONTINUE}:
@@ -725,7 +905,7 @@ def _give_up(loop: cst.CSTNode, ctx: ModuleContext, bound: Bound, guard: Optiona
     return GiveUp.UNKNOWN
 
 
-def _describe(loop: cst.CSTNode, ctx: ModuleContext, iteration: Iteration) -> str:
+def _describe(loop: cst.CSTNode, ctx: ModuleContext) -> str:
     if isinstance(loop, cst.While):
         return f"`while {ctx.code(loop.test)}` retry loop"
     return f"`for … in {ctx.code(loop.iter)}` retry loop"  # type: ignore[attr-defined]

@@ -26,7 +26,8 @@ from ..syntax import (
 )
 from .bounds import CounterInfo, GuardEnv, classify_guard, find_counters
 from .context import ModuleContext
-from .delays import DelayEnv, classify, sleep_of
+from .delays import DelayEnv, classify
+from .waits import sleep_of
 from .errors import describe_handler, retried_error
 from .loops import combine_delays
 from .status import status_set
@@ -130,6 +131,9 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         return None
     failure = _failure_context(call, func, ctx)
     counters = _counters(func, call, roles, ctx)
+    for name in counters:
+        if roles.get(name) == "pass":
+            roles[name] = "counter"  # ``retry_count = retry_count + 1`` before passing it on
     handler_variable = None
     if isinstance(failure, cst.ExceptHandler) and failure.name is not None and isinstance(failure.name.name, cst.Name):
         handler_variable = failure.name.name.value
@@ -149,9 +153,11 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
             if sleep is not None and ctx.location(node).line <= ctx.location(call).line:
                 sleeps.append(sleep)
     if sleeps:
-        delay_env = DelayEnv(ctx, counters={k: v for k, v in counters.items()})
+        # Every local of the function is computed again on each attempt, like a loop's body.
+        delay_env = DelayEnv(ctx, counters=dict(counters), loop_writes=ctx.writes_in(func.body))
         delays = [(classify(s.delay, delay_env), s) for s in sleeps]
-        delay, delay_location = combine_delays(delays, ctx)
+        delay, chosen = combine_delays(delays)
+        delay_location = ctx.location(chosen.call) if chosen is not None else None
     else:
         from ..model import NO_DELAY
 
@@ -216,8 +222,15 @@ def _counters(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], ctx:
         default = defaults.get(param)
         init: Num = number(default) if default is not None and number(default) is not None else UNKNOWN
         counters[param] = CounterInfo(init, step)
-    # Attribute counters: ``self._attempts += 1`` before calling again.
-    counters.update({k: v for k, v in find_counters(ctx.writes_in(func.body), ctx, func).items() if "." in k})
+    # Counters stepped in the body: ``self._attempts += 1`` or ``retry_count = retry_count + 1``
+    # before calling again.
+    for name, info in find_counters(ctx.writes_in(func.body), ctx, func).items():
+        if "." in name:
+            counters[name] = info
+        elif name in roles and name not in counters:
+            default = defaults.get(name)
+            init: Num = number(default) if default is not None and number(default) is not None else UNKNOWN
+            counters[name] = CounterInfo(init, info.step, info.update_line)
     return counters
 
 

@@ -1,0 +1,148 @@
+"""Control flow inside a loop: what runs after a statement, and where success leaves."""
+
+from __future__ import annotations
+
+from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from ..syntax import (
+    DEFERRED,
+    EXITS,
+    FALL,
+    LOOPS,
+    RAISE,
+    if_branches,
+    last_name,
+    outcomes,
+    statement_outcomes,
+    statements,
+    unwrap_await,
+    walk,
+)
+from .context import ModuleContext
+from .status import status_set
+
+
+def rest_after(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext) -> List[cst.CSTNode]:
+    """Statements that run after ``node`` finishes normally, up to the end of ``stop``'s body."""
+    out: List[cst.CSTNode] = []
+    current = node
+    while current is not stop:
+        parent = ctx.parent(current)
+        if parent is None:
+            break
+        if isinstance(parent, (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Module)):
+            members = statements(parent.body if isinstance(parent, cst.Module) else parent)
+            anchor = current.body[-1] if isinstance(current, cst.SimpleStatementLine) else current
+            for index, member in enumerate(members):
+                if member is anchor:
+                    out.extend(members[index + 1 :])
+                    break
+        elif isinstance(parent, cst.SimpleStatementLine):
+            members = list(parent.body)
+            for index, member in enumerate(members):
+                if member is current:
+                    out.extend(members[index + 1 :])
+                    break
+            grand = ctx.parent(parent)
+            if isinstance(grand, (cst.IndentedBlock, cst.Module)):
+                block = statements(grand.body if isinstance(grand, cst.Module) else grand)
+                last = parent.body[-1]
+                for index, member in enumerate(block):
+                    if member is last:
+                        out.extend(block[index + 1 :])
+                        break
+                current = grand
+                continue
+        current = parent
+    return out
+
+
+def walk_success(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Walk a success path: no nested defs or loops, no except handlers of nested trys."""
+    return walk(root, skip=DEFERRED + LOOPS + (cst.ExceptHandler,))
+
+
+def innermost_guard(node: cst.CSTNode, roots: Set[int], ctx: ModuleContext) -> Tuple[Optional[cst.If], bool]:
+    """The If that decides whether ``node`` runs (below ``roots``), and whether ``node`` is in its body."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if id(child) in roots:
+            return None, True
+        if isinstance(ancestor, cst.If):
+            return ancestor, ctx.is_inside(node, ancestor.body)
+        child = ancestor
+    return None, True
+
+
+def exits_in(stmts: Sequence[cst.CSTNode], ctx: ModuleContext) -> List[Tuple[cst.CSTNode, Optional[cst.If], bool]]:
+    """Every break/return on a success path, with its innermost guard and branch."""
+    roots = set(map(id, stmts))
+    found = []
+    for root in stmts:
+        for node in walk_success(root):
+            if isinstance(node, (cst.Return, cst.Break)):
+                guard, positive = innermost_guard(node, roots, ctx)
+                found.append((node, guard, positive))
+    return found
+
+
+def guard_exits(node: cst.If, ctx: ModuleContext) -> bool:
+    """Does one way through this If leave the loop?
+
+    Either a branch exits (``if attempt >= 5: raise``), or a branch goes round again and
+    what follows the If exits (``if retry.should_retry(): continue`` then ``raise``).
+    """
+    body, orelse = if_branches(node)
+    for branch in (body, orelse):
+        if branch is not None and outcomes(branch) & EXITS:
+            return True
+    if any(isinstance(n, cst.Continue) for n in walk(node, skip=DEFERRED + LOOPS)):
+        parent = ctx.parent(node)
+        if isinstance(parent, (cst.IndentedBlock,)):
+            members = statements(parent)
+            for index, member in enumerate(members):
+                if member is node:
+                    after = outcomes(members[index + 1 :])
+                    return bool(after) and FALL not in after and bool(after & EXITS)
+    return False
+
+
+def status_outcomes(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) -> FrozenSet[str]:
+    """Like :func:`outcomes`, but every status test is decided for ``status``."""
+    current = {FALL}
+    for statement in stmts:
+        if FALL not in current:
+            break
+        current.discard(FALL)
+        current |= _status_statement(statement, status, ctx)
+    return frozenset(current)
+
+
+def _status_statement(node: cst.CSTNode, status: int, ctx: ModuleContext) -> FrozenSet[str]:
+    if isinstance(node, cst.If):
+        body, orelse = if_branches(node)
+        tested = status_set(node.test, ctx)
+        if tested is not None:
+            branch = body if status in tested else orelse
+            return status_outcomes(branch, status, ctx) if branch is not None else frozenset({FALL})
+        result = set(status_outcomes(body, status, ctx))
+        result |= status_outcomes(orelse, status, ctx) if orelse is not None else {FALL}
+        return frozenset(result)
+    if isinstance(node, cst.Expr):
+        value = unwrap_await(node.value)
+        if isinstance(value, cst.Call) and last_name(value.func) == "raise_for_status" and status >= 400:
+            return frozenset({RAISE})
+    if isinstance(node, cst.Try):
+        body = status_outcomes(statements(node.body), status, ctx)
+        result = set(body - {FALL})
+        if FALL in body:
+            result |= status_outcomes(statements(node.orelse), status, ctx) if node.orelse else {FALL}
+        if RAISE in body:
+            for handler in node.handlers:
+                result |= outcomes(statements(handler.body))
+        return frozenset(result)
+    if isinstance(node, cst.With):
+        return status_outcomes(statements(node.body), status, ctx)
+    return statement_outcomes(node)

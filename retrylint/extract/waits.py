@@ -1,0 +1,140 @@
+"""Which calls wait before the next attempt.
+
+``time.sleep``/``asyncio.sleep``/``trio.sleep``/``anyio.sleep``/gevent/eventlet,
+``Event.wait(timeout)``, ``asyncio.wait_for(event.wait(), timeout)``: a delay we
+can classify.  A call whose name says it waits (``self._backoff()``,
+``wait_before_query()``), or a function of the same module that sleeps, is a
+delay of unknown shape: it is not "no delay".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import FrozenSet, Optional
+
+import libcst as cst
+
+from ..syntax import DEFERRED, call_args, dotted_name, last_name, unwrap_await, walk
+from .context import ModuleContext
+
+SLEEP_FUNCTIONS = frozenset(
+    {
+        "time.sleep",
+        "asyncio.sleep",
+        "asyncio.tasks.sleep",
+        "trio.sleep",
+        "anyio.sleep",
+        "gevent.sleep",
+        "eventlet.sleep",
+        "eventlet.greenthread.sleep",
+        "tornado.gen.sleep",
+        "curio.sleep",
+    }
+)
+_EVENT_CONSTRUCTORS = frozenset(
+    {"threading.Event", "threading.Condition", "multiprocessing.Event", "gevent.event.Event"}
+)
+_EVENTISH = re.compile(r"(event|stop|shutdown|clos|exit|quit|cancel|wake|halt|terminat|done|finish|evt)", re.I)
+#: A call whose name says it waits: its delay is unknown, not absent.
+WAITISH = re.compile(r"(sleep|(?<!no)wait|backoff|delay|pause|throttle|cool_?down)", re.I)
+
+
+_SLEEP_WRAPPER = re.compile(r"^_*(a?sleep|sleep_?(fn|func|function|for)?)$", re.I)
+
+
+@dataclass(frozen=True)
+class Sleep:
+    call: cst.Call
+    #: The delay expression; None when the call waits for an unknown time.
+    delay: Optional[cst.BaseExpression]
+
+
+def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
+    """A call that waits before the next attempt, with its delay expression."""
+    names = ctx.call_name(call)
+    if names & SLEEP_FUNCTIONS:
+        positional, keywords = call_args(call)
+        arg = keywords.get("seconds", keywords.get("delay", positional[0] if positional else None))
+        if arg is None:
+            return Sleep(call, cst.Integer("0")) if not call.args else Sleep(call, None)
+        return Sleep(call, arg)
+    if names & {"asyncio.wait_for"}:
+        positional, keywords = call_args(call)
+        waited = unwrap_await(positional[0]) if positional else None
+        timeout = keywords.get("timeout", positional[1] if len(positional) > 1 else None)
+        if isinstance(waited, cst.Call) and last_name(waited.func) == "wait" and timeout is not None:
+            return Sleep(call, timeout)
+        return None
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "wait":
+        positional, keywords = call_args(call)
+        timeout = keywords.get("timeout", positional[0] if positional else None)
+        if timeout is not None and _is_event(func.value, ctx):
+            return Sleep(call, timeout)
+        return None
+    name = last_name(func)
+    if name and _SLEEP_WRAPPER.match(name):
+        # ``self._sleep(self.SLEEP_TIME)``: a wrapper of sleep with the delay as its argument.
+        positional, keywords = call_args(call)
+        if len(positional) == 1 and not keywords:
+            return Sleep(call, positional[0])
+    if name and WAITISH.search(name) and not (names & {"asyncio.wait_for", "asyncio.wait"}):
+        return Sleep(call, None)
+    if _calls_a_sleeper(call, ctx):
+        return Sleep(call, None)
+    return None
+
+
+def _is_event(receiver: cst.BaseExpression, ctx: ModuleContext) -> bool:
+    name = dotted_name(receiver)
+    if name is None:
+        return False
+    if _EVENTISH.search(name.rsplit(".", 1)[-1]):
+        return True
+    if isinstance(receiver, cst.Name):
+        for binding in ctx.bindings(receiver):
+            value = binding.value
+            if isinstance(value, cst.Call) and ctx.call_name(value) & _EVENT_CONSTRUCTORS:
+                return True
+    return False
+
+
+def _calls_a_sleeper(call: cst.Call, ctx: ModuleContext) -> bool:
+    """``self._select_next_server()`` or ``helper()`` defined in this module, whose body sleeps."""
+    sleepers = ctx.sleepers
+    if not sleepers:
+        return False
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in sleepers
+    if isinstance(func, cst.Attribute) and dotted_name(func.value) in ("self", "cls"):
+        owner = ctx.enclosing_class(call)
+        return owner is not None and f"{owner}.{func.attr.value}" in sleepers
+    return False
+
+
+def find_sleepers(module: cst.Module) -> FrozenSet[str]:
+    """Functions (``name``) and methods (``Class.name``) of a module whose own body waits.
+
+    Read from the whole module before narrowing, syntactically: a call named like a sleep
+    or a wait in the function's own body (nested functions excluded).
+    """
+    out = set()
+
+    def body_waits(func: cst.FunctionDef) -> bool:
+        for node in walk(func.body, skip=DEFERRED):
+            if isinstance(node, cst.Call):
+                name = last_name(node.func) or ""
+                if WAITISH.search(name) or name in ("select", "poll"):
+                    return True
+        return False
+
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and body_waits(statement):
+            out.add(statement.name.value)
+        elif isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
+            for member in statement.body.body:
+                if isinstance(member, cst.FunctionDef) and body_waits(member):
+                    out.add(f"{statement.name.value}.{member.name.value}")
+    return frozenset(out)
