@@ -229,6 +229,9 @@ class RetryPolicy:
     header_lines: Tuple[int, ...] = ()
     #: Where the delay is written (the sleep call), when there is one place.
     delay_location: Optional[Location] = None
+    #: Failures retried with no delay at all while other failures wait (the delay is
+    #: then of no single shape): exception names, or "HTTP statuses".
+    immediate_on: Tuple[str, ...] = ()
     #: The whole site: the loop, the function or the decorated definition.
     extent: Optional[Location] = None
     #: A short description for messages: "while-loop retry", "tenacity @retry" ...

@@ -79,6 +79,10 @@ _PASSTHROUGH = frozenset({"float", "int", "round", "abs", "math.ceil", "math.flo
 # ---------------------------------------------------------------- shapes
 
 
+#: A delay the server chose: ``Retry-After``, a rate-limit reset time.
+SERVER_CHOSEN = re.compile(r"(retry[-_ ]?after|rate_?limit|reset_in)", re.I)
+
+
 @dataclass(frozen=True)
 class Shape:
     """A delay as a function of the retry number k = 1, 2, 3 …"""
@@ -131,6 +135,8 @@ class DelayEnv:
     opaque_targets: Tuple[str, ...] = ()
     #: The line of the sleep being classified (updates before it count for the first retry).
     sleep_line: int = 0
+    #: The sleep call itself, when there is one.
+    sleep_node: Optional[cst.CSTNode] = None
     depth: int = 0
 
 
@@ -151,7 +157,7 @@ def _mentions_retry_after(expr: cst.BaseExpression, text: str, env: DelayEnv) ->
         for binding in env.loop_writes.get(name, ()):
             if binding.value is not None:
                 texts.append(env.ctx.code(binding.value))
-    return any(re.search(r"retry[-_ ]?after", t, re.I) for t in texts)
+    return any(SERVER_CHOSEN.search(t) for t in texts)
 
 
 def to_delay(shape: Shape) -> Delay:
@@ -266,10 +272,18 @@ def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
 
 
 def _written_in_loop(name: str, expr: cst.BaseExpression, writes: List[Binding], env: DelayEnv) -> Shape:
+    folded = _fold_iteration(name, writes, env)
+    if folded is not None:
+        return folded
     target = name
     recurrences = [w for w in writes if w.value is not None and _mentions(w.value, target) or w.kind == "augassign"]
     plain = [w for w in writes if w not in recurrences]
     if not recurrences:
+        # ``actual_sleep = retry_after`` in one branch, the backoff in the other: the
+        # server-chosen branch does not make the schedule.
+        scheduled = [w for w in plain if w.value is None or not SERVER_CHOSEN.search(env.ctx.code(w.value))]
+        if scheduled and len(scheduled) < len(plain):
+            plain = scheduled
         if len(plain) == 1 and plain[0].value is not None:
             return _sub(plain[0].value, env)
         shapes = [_sub(w.value, env) for w in plain if w.value is not None]
@@ -304,6 +318,89 @@ def _written_in_loop(name: str, expr: cst.BaseExpression, writes: List[Binding],
     if cap is not None:
         shape = replace(shape, cap=cap)
     return shape
+
+
+def _line(binding: Binding, env: DelayEnv) -> int:
+    try:
+        return env.ctx.location(binding.node).line
+    except KeyError:
+        return 0
+
+
+def _fold_iteration(name: str, writes: List[Binding], env: DelayEnv) -> Optional[Shape]:
+    """``delay = base * 2 ** attempt; delay = min(delay, cap)``: computed afresh each iteration.
+
+    When the first write before the sleep does not read the old value, the delay is that
+    value adjusted by the writes after it (caps, scaling); None when this is not the case.
+    """
+    if not env.sleep_line:
+        return None
+    before = sorted((w for w in writes if 0 < _line(w, env) < env.sleep_line), key=lambda w: _line(w, env))
+    if not before or not _dominates(before[0], env):
+        return None
+    first = before[0]
+    if first.kind not in ("assign", "annassign") or first.value is None or _mentions(first.value, name):
+        return None
+    shape = _sub(first.value, env)
+    for write in before[1:]:
+        adjusted = _adjust(name, write, shape, env)
+        if adjusted is None:
+            return UNKNOWN_SHAPE
+        shape = adjusted
+    return shape
+
+
+def _dominates(write: Binding, env: DelayEnv) -> bool:
+    """The write runs on the way to the sleep: its block holds the sleep (not a sibling branch)."""
+    if env.sleep_node is None:
+        return True
+    block = env.ctx.parent(env.ctx.statement_of(write.node))
+    if isinstance(block, cst.SimpleStatementLine):
+        block = env.ctx.parent(block)
+    return block is not None and env.ctx.is_inside(env.sleep_node, block)
+
+
+def _adjust(name: str, write: Binding, shape: Shape, env: DelayEnv) -> Optional[Shape]:
+    value = unwrap_await(write.value) if write.value is not None else None
+    if value is None:
+        return None
+    if write.kind == "augassign":
+        amount = _sub(value, env)
+        if amount.kind == "random" and isinstance(write.operator, cst.MultiplyAssign):
+            return _multiply(shape, amount)  # ``delay *= 1 + random.random() * 0.5``
+        if amount.kind != "const":
+            return None
+        if isinstance(write.operator, cst.MultiplyAssign):
+            return _scale(shape, amount.value)
+        if isinstance(write.operator, (cst.AddAssign, cst.SubtractAssign)):
+            delta = amount.value if isinstance(write.operator, cst.AddAssign) else _neg(amount.value)
+            return _shift(shape, delta)
+        return None
+    if not _mentions(value, name):
+        return None  # replaced again within the iteration: two different values
+    if isinstance(value, cst.Call) and env.ctx.call_name(value) & {"min"}:
+        positional, _ = call_args(value)
+        others = [a for a in positional if not _is_bare(a, name)]
+        if len(others) == len(positional) - 1 and len(others) == 1:
+            cap = _sub(others[0], env)
+            cap_value = cap.value if cap.kind == "const" else UNKNOWN
+            if known(shape.cap) and known(cap_value):
+                cap_value = min(float(shape.cap), float(cap_value))  # type: ignore[arg-type]
+            return replace(shape, cap=cap_value)
+        return None
+    if isinstance(value, cst.Call) and env.ctx.call_name(value) & {"max"}:
+        return shape  # a floor does not change the shape
+    if isinstance(value, cst.BinaryOperation) and _is_bare(value.left, name):
+        other = _sub(value.right, env)
+        if other.kind == "const" and isinstance(value.operator, cst.Multiply):
+            return _scale(shape, other.value)
+        if other.kind == "const" and isinstance(value.operator, (cst.Divide, cst.FloorDivide)) and known(other.value) and other.value:
+            return _scale(shape, 1.0 / float(other.value))  # type: ignore[arg-type]
+        if other.kind == "random" and isinstance(value.operator, cst.Multiply):
+            return _multiply(shape, other)
+        if other.kind == "random" and isinstance(value.operator, cst.Add):
+            return _add(shape, other)
+    return None
 
 
 def _advance(shape: Shape) -> Shape:
@@ -769,7 +866,15 @@ def _subscript(expr: cst.Subscript, env: DelayEnv) -> Shape:
     if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
         return UNKNOWN_SHAPE
     steps = _literal_numbers(expr.value, env)
-    index = _sub(expr.slice[0].slice.value, env)
+    key = expr.slice[0].slice.value
+    if isinstance(key, (cst.SimpleString, cst.ConcatenatedString)):
+        # ``self.config["retry_backoff_ms"]``: a setting, the same on every retry
+        # unless the loop writes the container.
+        container = dotted_name(expr.value)
+        if container is not None and container not in env.loop_writes:
+            return CONST_UNKNOWN
+        return UNKNOWN_SHAPE
+    index = _sub(key, env)
     if steps is None:
         return UNKNOWN_SHAPE if index.kind != "const" else CONST_UNKNOWN
     if index.kind == "const" and known(index.value):

@@ -135,6 +135,8 @@ def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
     variables = failure_names(handler, ctx)
     variable = handler.variable
     for node in walk(handler.node.body, skip=DEFERRED):
+        if isinstance(node, (cst.If, cst.Match, cst.Call, cst.Assert)) and _in_give_up_branch(node, handler.node, ctx):
+            continue  # ``if attempt == last: if isinstance(err, NotFound): raise …``: after giving up
         if isinstance(node, cst.If) and _looks_at_failure(node.test, variables, ctx):
             body, orelse = if_branches(node)
             if outcomes(body) & EXITS or (orelse is not None and outcomes(orelse) & EXITS) or orelse is None and _exits_after(node, handler, ctx):
@@ -148,6 +150,17 @@ def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
                 return True
         if isinstance(node, cst.Assert) and variable and variable in _names(node.test):
             return True
+    return False
+
+
+def _in_give_up_branch(node: cst.CSTNode, handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:
+    for ancestor in ctx.ancestors(node):
+        if ancestor is handler:
+            return False
+        if isinstance(ancestor, cst.IndentedBlock) and isinstance(ctx.parent(ancestor), (cst.If, cst.Else)):
+            result = outcomes(statements(ancestor))
+            if result and result <= EXITS:
+                return True
     return False
 
 

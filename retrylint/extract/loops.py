@@ -38,7 +38,10 @@ from ..model import (
     known,
 )
 from ..syntax import (
+    BREAK,
     CONTINUE,
+    RAISE,
+    RETURN,
     DEFERRED,
     EXITS,
     FALL,
@@ -71,7 +74,15 @@ _STREAM_READS = frozenset(
         "readuntil", "read_message", "poll", "consume", "pop", "popleft", "get_message", "get_nowait", "accept",
     }
 )
-_LOGGING = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print", "format"})
+#: Calls that only report a failure (logging, metrics, callbacks): they do not decide or wait.
+_REPORTING = re.compile(
+    r"^_*(debug|info|warning|warn|error|exception|critical|log\w*|print|format|\w*record\w*|\w*metric\w*|"
+    r"report\w*|emit\w*|trace\w*|\w*_cb|\w*callback\w*|notify\w*|incr\w*|observe\w*|capture\w*|set_exception)$",
+    re.I,
+)
+_BUILTIN_LOOKS = frozenset({"getattr", "hasattr", "type", "isinstance", "str", "repr", "format", "len", "id", "vars", "dict", "list", "tuple", "bool", "int", "float"})
+#: Predicates about a failure: they answer, they do not sleep.
+_PREDICATE = re.compile(r"^_*(is|has|can|should|was|needs?)_|(error|expired|retriable|retryable|transient|permanent|fatal)", re.I)
 _TIMEOUT_CONTEXTS = frozenset(
     {
         "async_timeout.timeout",
@@ -139,21 +150,23 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         return None
     writes = _writes(loop, ctx)
     result_names = frozenset(writes) - frozenset(iteration.counters)
-    trys = [_analyse_try(t, loop, ctx, result_names) for t in _loop_trys(loop, ctx)]
-    retry_trys = [t for t in trys if t.retrying and t.success_exit and t.operation is not None]
+    loop_trys = _loop_trys(loop, ctx)
+    trys = [_analyse_try(t, loop, ctx, result_names, _secondary(t, loop_trys, loop, ctx)) for t in loop_trys]
+    # A try around reading the next item of a stream retries nothing: it reads new data.
+    retry_trys = [
+        t for t in trys if t.retrying and t.success_exit and t.operation is not None and not _is_stream_read(t.operation)
+    ]
     status = _status_site(loop, ctx, writes)
     if not retry_trys and status is None:
         return None
     operations = [t.operation for t in retry_trys if t.operation is not None]
     if any(ctx.call_name(op) & _PROMPTS for op in operations):
         return None  # re-prompting a user is not retrying a failure
-    if operations and status is None and all(_is_stream_read(op) for op in operations):
-        return None  # reading the next item of a stream again is not a retry
 
     counters = dict(iteration.counters)
     counters.update(find_counters(writes, ctx, loop))
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
-    delay, delay_location = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
+    delay, delay_location, immediate = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
     errors = _errors(retry_trys, ctx)
     statuses = _statuses(status, retry_trys, ctx)
 
@@ -170,6 +183,7 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         give_up=_give_up(loop, ctx, bound, give_up_node),
         header_lines=tuple(location.lines),
         delay_location=delay_location,
+        immediate_on=immediate,
         extent=ctx.location(loop),
         description=_describe(loop, ctx),
         operation=ctx.code(operation.func) if isinstance(operation, cst.Call) else "",
@@ -203,9 +217,22 @@ def _iteration(loop: cst.CSTNode, ctx: ModuleContext, sleeps: List[Sleep]) -> Op
     assert isinstance(loop, cst.For)
     text = f"for {ctx.code(loop.target)} in {ctx.code(loop.iter)}"
     iteration = _for_iteration(loop.target, unwrap_await(loop.iter), ctx, sleeps)
+    if iteration is None and _target_unused(loop):
+        # ``for _ in node_pool.all():`` repeats the same call once per item: a counted retry.
+        iteration = Iteration(attempts=UNKNOWN)
     if iteration is not None:
         iteration.text = text
     return iteration
+
+
+def _target_unused(loop: cst.For) -> bool:
+    names = set(_names(loop.target))
+    if not names or not isinstance(loop.target, cst.Name):
+        return False
+    if names == {"_"}:
+        return True
+    used = {n.split(".")[0] for n in _names(loop.body)}
+    return not (names & used)
 
 
 def _for_iteration(
@@ -284,6 +311,10 @@ def _writes(loop: cst.CSTNode, ctx: ModuleContext) -> Dict[str, List[Binding]]:
         if isinstance(statement, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
             for name, bindings in ctx.writes_in(statement).items():
                 writes.setdefault(name, []).extend(bindings)
+        elif isinstance(statement, cst.WithItem) and statement.asname is not None:
+            name = dotted_name(statement.asname.name)
+            if name:
+                writes.setdefault(name, []).append(Binding("with", statement, statement.item))
     return writes
 
 
@@ -307,13 +338,34 @@ def _loop_trys(loop: cst.CSTNode, ctx: ModuleContext) -> List[cst.Try]:
     return found
 
 
-def _analyse_try(node: cst.Try, loop: cst.CSTNode, ctx: ModuleContext, result_names: FrozenSet[str]) -> TryAnalysis:
+def _secondary(node: cst.Try, trys: List[cst.Try], loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """A try nested in the work around another try's attempt.
+
+    Inside another try's body, or inside a branch of the processing that follows another
+    try (a callback while handling a sent packet). Its handlers that fall through swallow
+    a failure of that work (``except KeyError: pass`` while parsing a response): only an
+    explicit ``continue`` makes them retry. A try that is a statement of the loop body
+    itself is an attempt of its own.
+    """
+    top_level = node in statements(loop.body)  # type: ignore[attr-defined]
+    for other in trys:
+        if other is node:
+            continue
+        if ctx.is_inside(node, other.body):
+            return True
+        if not top_level and any(ctx.is_inside(node, r) for r in rest_after(other, loop, ctx)):
+            return True
+    return False
+
+
+def _analyse_try(
+    node: cst.Try, loop: cst.CSTNode, ctx: ModuleContext, result_names: FrozenSet[str], secondary: bool = False
+) -> TryAnalysis:
     handlers = [describe_handler(h, ctx) for h in node.handlers]
     operation = _operation(node, ctx)
     rest = rest_after(node, loop, ctx)
     rest_out = outcomes(rest)
     loops_back = bool(rest_out & {FALL, CONTINUE})
-    rest_exits = exits_in(rest, ctx)
     retrying, exiting = [], []
     for handler in handlers:
         result = outcomes(statements(handler.node.body))
@@ -321,7 +373,7 @@ def _analyse_try(node: cst.Try, loop: cst.CSTNode, ctx: ModuleContext, result_na
             continue
         if CONTINUE in result:
             retrying.append(handler)
-        elif FALL in result and loops_back and not _absorbed(handler, rest_exits, operation, ctx):
+        elif FALL in result and loops_back and not secondary:
             retrying.append(handler)
         elif result & EXITS:
             exiting.append(handler)
@@ -337,33 +389,22 @@ def _analyse_try(node: cst.Try, loop: cst.CSTNode, ctx: ModuleContext, result_na
     )
 
 
-def _absorbed(handler: Handler, rest_exits, operation: Optional[cst.Call], ctx: ModuleContext) -> bool:
-    """The handler swallows the failure and the iteration goes on to its success test.
-
-    ``except KeyError: pass`` while parsing, followed by ``if 200 <= status < 300: return``:
-    the failure is not what sends the loop round again. Unless the success test reads
-    what the handler sets (``except X: result = None`` … ``if result is not None``) or
-    what the failed operation worked on (``wait_for(future)`` … ``if future.succeeded()``).
-    """
-    guarded = [guard for _, guard, _ in rest_exits if guard is not None]
-    if not guarded:
-        return False
-    related = set(ctx.writes_in(handler.node.body))
-    if operation is not None:
-        statement = ctx.statement_of(operation)
-        related |= {n.split(".")[0] for n in _names(statement)} | set(_names(statement))
-    return not any(
-        set(_names(guard.test)) & related or {n.split(".")[0] for n in _names(guard.test)} & related
-        for guard in guarded
-    )
-
-
 def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
-    for n in walk_local(node.body):
-        if isinstance(n, cst.Call) and sleep_of(n, ctx) is None:
-            if not (ctx.call_name(n) & _TRIVIAL_CALLS):
+    """The first call of the attempt that is not a wait or a trivial builtin.
+
+    A call that only waits (``self._select_next_server()`` whose body sleeps) before the
+    real call is a wait before the attempt; when every call waits, the last one is the
+    attempt.
+    """
+    waiting: Optional[cst.Call] = None
+    for n in walk(node.body, skip=DEFERRED):
+        if isinstance(n, cst.Call) and not (ctx.call_name(n) & _TRIVIAL_CALLS):
+            sleep = sleep_of(n, ctx)
+            if sleep is None:
                 return n
-    return None
+            if sleep.delay is None:
+                waiting = n
+    return waiting
 
 
 def _success_exit(
@@ -444,9 +485,11 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
     exits_on_success = False
     for status in sorted(ALL_STATUSES):
         result = status_outcomes(tail, status, ctx)
-        if result & {FALL, CONTINUE}:
+        # Retried: the status only ever goes round again. Success: a 2xx can leave
+        # (``if node_configs: return node_configs`` after the status check).
+        if result & {FALL, CONTINUE} and not result & {RETURN, BREAK}:
             retried.add(status)
-        elif 200 <= status < 300 and result <= EXITS:
+        if 200 <= status < 300 and result & {RETURN, BREAK}:
             exits_on_success = True
     if not retried or not exits_on_success:
         return None
@@ -584,9 +627,16 @@ def _bound(
         if _is_gate(node):
             target.possible = True  # ``if retry.handle_retry(): continue``: a policy object decides
             continue
+        if _one_shot(node, ctx):
+            target.attempts = _tighter(target.attempts, 2)  # ``if retried_once: raise`` style flag
+            texts.append("once: if " + ctx.code(node.test))
+            continue
         guard = classify_guard(node.test, env, ctx.location(node).line)
         if guard.kind == "unknown" and any(ctx.is_inside(node, region) for region in attempt_regions):
-            continue
+            # A test on the success path is not a bound, unless it gives up by raising
+            # (``if not eligible_servers: raise NoServersError``).
+            if not any(RAISE in outcomes(b) for b in if_branches(node) if b is not None):
+                continue
         before = (target.attempts, target.deadline)
         target.apply(guard)
         if guard.kind in ("counter", "deadline"):
@@ -645,13 +695,37 @@ def _raises_when_expired(statement: cst.Expr) -> bool:
     return isinstance(value, cst.Call) and bool(_EXPIRY_CALL.search(last_name(value.func) or ""))
 
 
-def _is_gate(node: cst.If) -> bool:
-    """An If that sends the loop round again when a call says so."""
+def _one_shot(node: cst.If, ctx: ModuleContext) -> bool:
+    """``if ex.status == 410 and retry_410: retry_410 = False; continue``: a flag allows one retry."""
     body, _ = if_branches(node)
-    return CONTINUE in outcomes(body) and any(
-        isinstance(n, cst.Call) and (last_name(n.func) or "") not in ("isinstance", "getattr", "hasattr", "len")
-        for n in walk(node.test)
-    )
+    if CONTINUE not in outcomes(body):
+        return False
+    tested = set(_names(node.test))
+    for statement in body:
+        if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Name):
+            if statement.value.value in ("False", "None") and any(
+                dotted_name(t.target) in tested for t in statement.targets
+            ):
+                return True
+    return False
+
+
+def _is_gate(node: cst.If) -> bool:
+    """An If that sends the loop round again when a policy object says so.
+
+    ``if retry.handle_retry(): continue``: the call decides, and may well sleep. A predicate
+    about the failure (``exc.has_error_label(…)``, ``is_retryable(e)``) only filters.
+    """
+    body, _ = if_branches(node)
+    if CONTINUE not in outcomes(body):
+        return False
+    for n in walk(node.test):
+        if isinstance(n, cst.Call):
+            name = last_name(n.func) or ""
+            if name in ("isinstance", "getattr", "hasattr", "len", "type") or _PREDICATE.search(name):
+                continue
+            return True
+    return False
 
 
 def _enclosing_timeout(loop: cst.CSTNode, ctx: ModuleContext) -> Num:
@@ -713,8 +787,12 @@ def _delay(
     sleeps: List[Sleep],
     retry_trys: List[TryAnalysis],
     status: Optional[StatusSite],
-) -> Tuple[Delay, Optional[Location]]:
-    """The delay before the next attempt, path by path; paths that disagree make it unknown."""
+) -> Tuple[Delay, Optional[Location], Tuple[str, ...]]:
+    """The delay before the next attempt, path by path.
+
+    Paths that disagree make the schedule unknown; the failures retried with no delay
+    at all while others wait are returned as well.
+    """
     env_for = lambda sleep: DelayEnv(  # noqa: E731 - a small factory, used twice
         ctx,
         counters=counters,
@@ -722,6 +800,7 @@ def _delay(
         step_targets=iteration.step_targets,
         opaque_targets=iteration.opaque_targets,
         sleep_line=ctx.location(sleep.call).line,
+        sleep_node=sleep.call,
     )
     usable = [s for s in sleeps if not _in_exit_branch(s.call, loop, ctx)]
     in_try = lambda s: any(ctx.is_inside(s.call, t.node) for t in retry_trys)  # noqa: E731
@@ -730,6 +809,7 @@ def _delay(
     paths: List[List[Sleep]] = []
     hidden: List[bool] = []
     timeouts: List[bool] = []
+    owners: List[Tuple[str, ...]] = []
     for analysis in retry_trys:
         before_operation = _sleeps_before_operation(analysis, usable, ctx)
         rest_sleeps = [s for s in usable if any(ctx.is_inside(s.call, r) or s.call is r for r in analysis.rest)]
@@ -739,28 +819,34 @@ def _delay(
             paths.append(top + before_operation + own + (rest_sleeps if falls else []))
             hidden.append(_hidden_wait(analysis, handler, ctx))
             timeouts.append(bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names))
+            owners.append(handler.names or ("everything",))
     if status is not None:
         excluded = list(status.success_branches)
         paths.append([s for s in usable if not any(ctx.is_inside(s.call, b) for b in excluded)
-                      and not any(ctx.is_inside(s.call, t.node) for t in retry_trys)])
+                      and not any(ctx.is_inside(s.call, h.node) for t in retry_trys for h in t.handlers)])
         hidden.append(any(isinstance(n, cst.If) and _is_gate(n) for n in walk_local(loop.body)))  # type: ignore[attr-defined]
         timeouts.append(False)
+        owners.append(("HTTP statuses",))
     delays: List[Tuple[Delay, Optional[Sleep]]] = []
-    for path, is_hidden, is_timeout in zip(paths, hidden, timeouts):
+    immediate: List[str] = []
+    for path, is_hidden, is_timeout, owner in zip(paths, hidden, timeouts, owners):
         if not path:
             if is_timeout and any(paths):
                 continue  # the attempt already waited its timeout; the other paths set the schedule
             delays.append((Delay(DelayKind.UNKNOWN) if is_hidden else NO_DELAY, None))
+            if not is_hidden:
+                immediate.extend(owner)
             continue
         delay, sleep = combine_delays([(classify(s.delay, env_for(s)), s) for s in path])
         delays.append((delay, sleep))
     if not delays:
-        return NO_DELAY, None
+        return NO_DELAY, None, ()
     first, sleep = delays[0]
     if all(_same_schedule(d, first) for d, _ in delays[1:]):
         honours = any(d.honours_retry_after for d, _ in delays)
-        return replace(first, honours_retry_after=honours), ctx.location(sleep.call) if sleep is not None else None
-    return Delay(DelayKind.UNKNOWN, text=first.text), None
+        where = ctx.location(sleep.call) if sleep is not None else None
+        return replace(first, honours_retry_after=honours), where, ()
+    return Delay(DelayKind.UNKNOWN, text=first.text), None, tuple(dict.fromkeys(immediate))
 
 
 def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: ModuleContext) -> List[Sleep]:
@@ -769,7 +855,10 @@ def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: Mo
     if operation is None:
         return []
     line = ctx.location(operation).line
-    return [s for s in sleeps if ctx.is_inside(s.call, analysis.node.body) and ctx.location(s.call).line < line]
+    return [
+        s for s in sleeps
+        if ctx.is_inside(s.call, analysis.node.body) and ctx.location(s.call).line < line and s.call is not operation
+    ]
 
 
 def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext) -> bool:
@@ -780,8 +869,12 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext) ->
     ``self.process_redirect(exc)``) that may well sleep.
     """
     for node in walk(analysis.node.body, skip=DEFERRED):
-        if isinstance(node, cst.Call) and sleep_of(node, ctx) is not None:
-            return True
+        if isinstance(node, cst.Call):
+            # A helper that waits somewhere inside is likely the operation itself (a blocking
+            # call with a timeout); only explicit or plainly named waits count here.
+            found = sleep_of(node, ctx)
+            if found is not None and found.kind != "helper":
+                return True
     names = set(failure_names(handler, ctx))
     for node in walk(handler.node.body, skip=DEFERRED):
         if isinstance(node, cst.If) and _is_gate(node):
@@ -790,12 +883,28 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext) ->
             continue
         if sleep_of(node, ctx) is not None:
             return True
-        called = (last_name(node.func) or "").lower()
-        if called in _LOGGING or (dotted_name(node.func) or "").split(".")[0] in ("log", "logger", "logging", "LOG", "_log", "_logger"):
-            continue
-        if names and any(set(_names(arg.value)) & names for arg in node.args):
+        if names and _delegates_failure(node, names, ctx):
             return True
     return False
+
+
+def _delegates_failure(call: cst.Call, names: Set[str], ctx: ModuleContext) -> bool:
+    """``handler.prepare_for_next_attempt(error=e)``, ``uri = self.process_redirect(exc)``.
+
+    An action that is handed the failure: not a predicate in a test, not an exception
+    built for ``raise``, not logging or metrics.
+    """
+    called = last_name(call.func) or ""
+    if _REPORTING.match(called) or _PREDICATE.search(called) or called in _BUILTIN_LOOKS:
+        return False
+    if (dotted_name(call.func) or "").split(".")[0].lower() in ("log", "logger", "logging", "_log", "_logger"):
+        return False
+    if not any(set(_names(arg.value)) & names for arg in call.args):
+        return False
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Await):
+        parent = ctx.parent(parent)
+    return isinstance(parent, (cst.Expr, cst.Assign, cst.AnnAssign))
 
 
 def _in_exit_branch(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
@@ -819,7 +928,8 @@ def combine_delays(delays: List[Tuple[Delay, Sleep]]) -> Tuple[Delay, Optional[S
     explicit = [(d, s) for d, s in delays if s is None or s.delay is not None]
     if explicit:
         delays = explicit
-    scheduled = [(d, s) for d, s in delays if not d.honours_retry_after]
+    # A server-chosen wait has no shape of its own; one that mixes it with a schedule keeps it.
+    scheduled = [(d, s) for d, s in delays if not (d.honours_retry_after and d.kind is DelayKind.UNKNOWN)]
     honours = len(scheduled) < len(delays)
     if not scheduled:
         delay, sleep = delays[0]
@@ -843,11 +953,25 @@ def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Tuple[RetriedE
         raises_for_status = any(
             isinstance(n, cst.Call) and last_name(n.func) == "raise_for_status" for n in walk_local(analysis.node.body)
         )
+        rest_filter = _rest_filters(analysis.rest)
         for handler in analysis.retrying:
             index = analysis.handlers.index(handler)
             earlier_exit = any(h in analysis.exiting for h in analysis.handlers[:index])
-            out.append(retried_error(handler, ctx, earlier_exit, raises_for_status))
+            falls = FALL in outcomes(statements(handler.node.body))
+            out.append(retried_error(handler, ctx, earlier_exit or (falls and rest_filter), raises_for_status))
     return tuple(out)
+
+
+def _rest_filters(rest: List[cst.CSTNode]) -> bool:
+    """After a swallowed failure, ``elif not future.retriable(): raise`` still lets permanent errors out."""
+    for statement in rest:
+        for node in walk(statement, skip=DEFERRED):
+            if isinstance(node, cst.If) and (outcomes(if_branches(node)[0]) & EXITS):
+                for n in walk(node.test):
+                    name = last_name(n.func) if isinstance(n, cst.Call) else None
+                    if name and re.search(r"(retriable|retryable|transient|permanent|fatal)", name, re.I):
+                        return True
+    return False
 
 
 def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Optional[RetriedStatuses]:

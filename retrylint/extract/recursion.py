@@ -247,11 +247,17 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
         if not exits and not guards_call:
             continue
         mentioned = {n.split(".")[0] for n in _names(node.test)} | set(_names(node.test))
-        if guards_call and not exits:
+        if guards_call:
             # ``if retries > 0: return f(retries - 1)``: recursion continues while the test holds.
             guard = classify_guard(node.test, env, ctx.location(node).line, at_loop_head=True)
             if guard.kind == "counter":
                 attempts = _plus_one(guard.attempts)
+                texts.append("if " + ctx.code(node.test))
+                checked = True
+                continue
+            if guard.kind in ("unknown", "deadline"):
+                # ``if new_page_length >= 12: return _query()``: a test we cannot read stops it.
+                attempts = attempts if attempts is not None else UNKNOWN
                 texts.append("if " + ctx.code(node.test))
                 checked = True
                 continue

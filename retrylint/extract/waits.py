@@ -48,6 +48,9 @@ class Sleep:
     call: cst.Call
     #: The delay expression; None when the call waits for an unknown time.
     delay: Optional[cst.BaseExpression]
+    #: ``explicit`` (a sleep or timed wait), ``named`` (a call named like a wait),
+    #: ``helper`` (a function of this module whose body waits).
+    kind: str = "explicit"
 
 
 def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
@@ -79,10 +82,10 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
         positional, keywords = call_args(call)
         if len(positional) == 1 and not keywords:
             return Sleep(call, positional[0])
-    if name and WAITISH.search(name) and not (names & {"asyncio.wait_for", "asyncio.wait"}):
-        return Sleep(call, None)
+    if name and WAITISH.search(name) and name != "wait_for" and not (names & {"asyncio.wait_for", "asyncio.wait"}):
+        return Sleep(call, None, "named")
     if _calls_a_sleeper(call, ctx):
-        return Sleep(call, None)
+        return Sleep(call, None, "helper")
     return None
 
 

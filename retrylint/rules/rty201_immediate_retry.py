@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..describe import bound_phrase
-from ..model import DelayKind, RetryPolicy
+from ..model import DelayKind, RetryPolicy, known
 from ..settings import Settings
 from .base import Diagnostic, Invalid, Rule, Valid
 
@@ -18,6 +18,13 @@ class ImmediateRetry(Rule):
     `Event.wait(timeout)`, and no call whose name says it waits (`backoff()`,
     `wait_before_retry()`, … count as a delay of unknown shape). `sleep(0)`
     is no delay.
+
+    When only some failures are retried at once while others back off, the
+    finding names those failures.
+
+    A single immediate retry (at most two attempts, typically after repairing
+    something: reconnecting, refreshing a token, following a redirect) is not
+    reported: it can at most double the load.
 
     ## Why is this bad?
     A failure caused by overload or an outage does not go away in the
@@ -162,6 +169,18 @@ class ImmediateRetry(Rule):
         ),
         Valid(
             """
+            class Api:
+                def call(self, request):
+                    for attempt in range(2):
+                        try:
+                            return self.session.send(request)
+                        except TokenExpired:
+                            self.refresh_token()
+            """,
+            "one immediate retry after refreshing a token",
+        ),
+        Valid(
+            """
             import asyncio
             async def connect(self):
                 for attempt in range(5):
@@ -234,9 +253,34 @@ class ImmediateRetry(Rule):
             """,
             line=4,
         ),
+        Invalid(
+            """
+            import random, time
+            def fetch(call):
+                for attempt in range(5):
+                    try:
+                        return call()
+                    except ConnectionResetError:
+                        continue
+                    except ConnectionError:
+                        time.sleep(random.uniform(0, 2 ** attempt))
+            """,
+            line=4,
+            message="`ConnectionResetError` immediately",
+        ),
     ]
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
+        if known(policy.bound.attempts) and float(policy.bound.attempts) <= 2:  # type: ignore[arg-type]
+            return
+        if policy.immediate_on:
+            yield self.at(
+                policy,
+                f"{policy.description} retries {', '.join(f'`{n}`' for n in policy.immediate_on)} immediately, "
+                "with no delay, while other failures wait; back off on every retry path "
+                "(exponential backoff with jitter)",
+            )
+            return
         if policy.delay.kind is not DelayKind.NONE or policy.delay.honours_retry_after:
             return
         yield self.at(
