@@ -97,7 +97,7 @@ def _gitignore(directory: Path) -> Optional[pathspec.PathSpec]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _parent_gitignores(top: Path) -> List[Tuple[Path, pathspec.PathSpec]]:
