@@ -52,8 +52,8 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_LABELS = HERE / "labels" / "handwritten.toml"
 DEFAULT_CORPUS = HERE / ".corpus"
 SELECT = "RTY1,RTY2,RTY3"
-KINDS = ("loop", "recursion", "not-a-retry")
-SCORED_CODE = re.compile(r"^RTY[123]\d\d$")
+KINDS = ("loop", "recursion", "not-a-retry", "call", "decorator")
+SCORED_CODE = re.compile(r"^RTY[1-4]\d\d$")
 # The rules this corpus is meant to measure (shown even when they have no counts).
 RULES = ("RTY101", "RTY103", "RTY201", "RTY202", "RTY203", "RTY204",
          "RTY301", "RTY302", "RTY303")
@@ -67,6 +67,8 @@ class Label:
     kind: str
     expect: tuple[str, ...]
     note: str = ""
+    #: optional grouping for a per-group table (a retry library, a broker family)
+    group: str = ""
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,8 @@ def load_labels(path: Path) -> tuple[list[Label], list[str]]:
     for i, raw in enumerate(data.get("site", []), 1):
         try:
             lb = Label(file=str(raw["file"]), line=int(raw["line"]), kind=str(raw["kind"]),
-                       expect=tuple(raw.get("expect", [])), note=str(raw.get("note", "")))
+                       expect=tuple(raw.get("expect", [])), note=str(raw.get("note", "")),
+                       group=str(raw.get("group", "")))
         except (KeyError, TypeError, ValueError) as exc:
             errors.append(f"site #{i}: bad entry ({exc!r}): {raw}")
             continue
@@ -258,6 +261,21 @@ def compute_spans(labels: list[Label], corpus: Path) -> dict[tuple[str, int], tu
                 errors.append(f"{lb.file}: cannot parse ({exc})")
         tree = trees[lb.file]
         if tree is None:
+            continue
+        if lb.kind in ("call", "decorator"):
+            # A library policy: the statement (or decorator expression) starting at the line.
+            if lb.kind == "decorator":
+                nodes = [d for n in ast.walk(tree) if isinstance(n, _DEFS + (ast.ClassDef,))
+                         for d in n.decorator_list if d.lineno == lb.line]
+            else:
+                nodes = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno == lb.line]
+                if not nodes:
+                    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.expr) and n.lineno == lb.line]
+            if not nodes:
+                errors.append(f"{lb.file}:{lb.line}: no {lb.kind} starts at this line")
+                continue
+            node = min(nodes, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)  # the innermost
+            spans[(lb.file, lb.line)] = (node.lineno, node.end_lineno or node.lineno)
             continue
         wanted = _DEFS if lb.kind == "recursion" else _LOOPS
         fallback = _LOOPS + _DEFS
@@ -299,13 +317,13 @@ def parse_findings(report: list, corpus: Path, base: Path | None = None) -> list
     return out
 
 
-def run_checker(files: list[str], corpus: Path) -> list:
+def run_checker(files: list[str], corpus: Path, select: str = SELECT) -> list:
     paths = [str((corpus / f).resolve()) for f in files]
     report: list = []
     chunk = 200
     for i in range(0, len(paths), chunk):
         cmd = [sys.executable, "-m", "retrylint", "check", "--output-format", "json",
-               "--exit-zero", "--select", SELECT, *paths[i:i + chunk]]
+               "--exit-zero", "--select", select, *paths[i:i + chunk]]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(HERE.parent))
         text = proc.stdout.strip()
         try:
@@ -507,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print machine-readable numbers")
     ap.add_argument("--list-files", action="store_true", help="print the scored files and exit")
     ap.add_argument("--selftest", action="store_true", help="test the scoring core and exit")
+    ap.add_argument("--select", default=SELECT, help=f"codes the checker reports (default {SELECT})")
     args = ap.parse_args(argv)
 
     if args.selftest:
@@ -539,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
             report = json.loads(args.findings.read_text(encoding="utf-8"))
             base = Path.cwd()
         else:
-            report = run_checker(reviewed, args.corpus)
+            report = run_checker(reviewed, args.corpus, args.select)
             base = HERE.parent  # the checker runs from the repository root
         if not isinstance(report, list):
             raise RuntimeError("the findings JSON is not a list of findings")
@@ -548,9 +567,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     findings = parse_findings(report, args.corpus, base)
     res = score(labels, findings, spans, set(reviewed))
+    groups = sorted({lb.group for lb in labels if lb.group})
+    by_group = {}
+    for group in groups:
+        # Per group: its labels, and the findings that fall inside its labeled spans.
+        mine = [lb for lb in labels if lb.group == group]
+        inside = [f for f in findings if any(
+            lb.file == f.file and spans[(lb.file, lb.line)][0] <= f.row <= spans[(lb.file, lb.line)][1]
+            for lb in mine)]
+        by_group[group] = score(mine, inside, spans, set()).overall
 
     if args.json:
         out = res.as_dict()
+        if by_group:
+            out["per_group"] = {g: c.as_dict() for g, c in by_group.items()}
         out["corpus"] = {
             "files": len(reviewed), "sites": len(labels),
             "kinds": {k: sum(1 for lb in labels if lb.kind == k) for k in KINDS},
@@ -560,6 +590,11 @@ def main(argv: list[str] | None = None) -> int:
         print()
     else:
         print_report(res, labels, set(reviewed))
+        if by_group:
+            print("\nper group (findings inside the group's labeled sites):")
+            print(f"{'group':<22} {'TP':>4} {'FP':>4} {'FN':>4}  precision   recall")
+            for group, c in by_group.items():
+                print(f"{group:<22} {c.tp:>4} {c.fp:>4} {c.fn:>4}     {_pct(c.precision)}   {_pct(c.recall)}")
     return 0
 
 
