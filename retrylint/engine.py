@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
-from .extract import extract_policies
+from .extract import extract_dead_letters, extract_policies, triggers
 from .extract.context import ModuleContext
 from .extract.waits import find_sleepers
 from .model import Location, RetryPolicy
@@ -38,6 +38,7 @@ class FileReport:
     path: str
     findings: List[Finding] = field(default_factory=list)
     policies: List[RetryPolicy] = field(default_factory=list)
+    dead_letters: list = field(default_factory=list)
     #: Set when the file could not be analysed although it is not the user's mistake
     #: (libcst rejects valid Python, nesting too deep): reported, never a finding.
     notice: Optional[str] = None
@@ -84,7 +85,7 @@ def check_path(path: Path, display: str, settings: Settings, want_policies: bool
         text = decode_source(data)
     except SourceError as exc:
         return FileReport(display, findings=[_rty001(display, str(exc), Location(1, 1, 1, 1))])
-    if narrowing and not may_hold_sites(data):
+    if narrowing and not may_hold_sites(data, triggers()):
         return check_syntax_only(text, display)
     return check_source(text, display, settings, want_policies=want_policies, narrowing=narrowing)
 
@@ -120,7 +121,7 @@ def check_source(
         return report
     original = parsed
     if narrowing:
-        narrowed = narrow(parsed)
+        narrowed = narrow(parsed, triggers())
         if narrowed is None:
             return report
         parsed = narrowed
@@ -128,6 +129,7 @@ def check_source(
         # Helpers that sleep are looked up in the whole module: narrowing may have dropped them.
         ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(original))
         policies = extract_policies(ctx)
+        dead_letters = extract_dead_letters(ctx)
     except RecursionError:
         report.notice = "could not analyse: the code is nested too deeply for the analysis"
         return report
@@ -136,19 +138,21 @@ def check_source(
         return report
     if want_policies:
         report.policies = policies
+        report.dead_letters = dead_letters
     suppressions = parse_suppressions(text)
     enabled = settings.enabled
     for rule_class in rules if rules is not None else RULES:
         if rule_class.code not in enabled or rule_class is SyntaxErrorRule:
             continue
         rule = rule_class()
-        for policy in policies:
-            for diagnostic in rule.check(policy, settings):
-                if suppressions.suppresses(rule_class.code, diagnostic.noqa_lines):
-                    continue
-                report.findings.append(
-                    Finding(rule_class.code, rule_class.name, diagnostic.message, display, diagnostic.location, rule_class.url())
-                )
+        diagnostics = [d for policy in policies for d in rule.check(policy, settings)]
+        diagnostics += [d for operation in dead_letters for d in rule.check_dead_letter(operation, settings)]
+        for diagnostic in diagnostics:
+            if suppressions.suppresses(rule_class.code, diagnostic.noqa_lines):
+                continue
+            report.findings.append(
+                Finding(rule_class.code, rule_class.name, diagnostic.message, display, diagnostic.location, rule_class.url())
+            )
     report.findings.sort(key=lambda f: (f.location.line, f.location.column, f.code))
     return report
 

@@ -248,6 +248,39 @@ class RetryPolicy:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+class DeadLetterKind(str, enum.Enum):
+    WRITE = "write"  # sends a message to a dead-letter queue
+    REPLAY = "replay"  # moves dead letters back to a work queue
+
+
+@dataclass(frozen=True)
+class DeadLetterOperation:
+    """One place where code writes to, or replays from, a dead-letter queue."""
+
+    kind: DeadLetterKind
+    location: Location
+    #: Broker family: ``sqs``, ``rabbitmq``, ``kafka``, ``redis``, ``celery``, ``pubsub``,
+    #: ``servicebus``, ``unknown``.
+    broker: str = "unknown"
+    #: The dead-letter queue as the code names it (a literal, a name, an f-string).
+    queue: str = ""
+    #: For a replay: where the messages go.
+    destination: str = ""
+    #: What runs it: ``consumer``, ``scheduled``, ``forever-loop``, ``cli``, ``unknown``.
+    trigger: str = "unknown"
+    #: True when it runs without a human deciding (consumer, schedule, loop).
+    automatic: Optional[bool] = None
+    #: Context carried with a dead letter: ``message``, ``reason``, ``attempts``, ``first_received``.
+    carries: Tuple[str, ...] = ()
+    #: The context a dead letter lacks (empty when complete or unknown).
+    missing: Tuple[str, ...] = ()
+    rate_limited: Optional[bool] = None
+    batch_limited: Optional[bool] = None
+    header_lines: Tuple[int, ...] = ()
+    extent: Optional[Location] = None
+    description: str = ""
+
+
 __all__ = [
     "UNKNOWN",
     "Num",
@@ -267,4 +300,6 @@ __all__ = [
     "RetriedStatuses",
     "GiveUp",
     "RetryPolicy",
+    "DeadLetterKind",
+    "DeadLetterOperation",
 ]

@@ -15,30 +15,35 @@ without them are identical over a large corpus.
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Sequence, Set
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Set
 
 import libcst as cst
 
-from .syntax import DEFERRED, LOOPS, children, walk
-
-#: A hand-written site needs an except handler or an HTTP status test.
-_TRIGGERS = re.compile(
-    rb"\bexcept\b|status|\.ok\b|is_success|is_error|is_server_error|is_client_error|getcode"
-)
-_STATUS_WORDS = frozenset({"status_code", "status", "ok", "code", "status_int", "http_status", "getcode",
-                           "is_success", "is_error", "is_server_error", "is_client_error"})
+from .syntax import children
 
 
-def may_hold_sites(data: bytes, extra: Sequence[bytes] = ()) -> bool:
-    if _TRIGGERS.search(data):
-        return True
-    return any(word in data for word in extra)
+@dataclass(frozen=True)
+class Trigger:
+    """What one extractor needs to see before a site of its kind can exist.
+
+    ``text`` is searched in the raw bytes before parsing; ``node`` says whether a
+    node of the parsed module can be (part of) a site. Both must be conservative:
+    a site the extractor would find always has them.
+    """
+
+    text: "re.Pattern[bytes]"
+    node: Callable[[cst.CSTNode], bool]
 
 
-def narrow(module: cst.Module) -> Optional[cst.Module]:
+def may_hold_sites(data: bytes, triggers: Sequence[Trigger]) -> bool:
+    return any(trigger.text.search(data) for trigger in triggers)
+
+
+def narrow(module: cst.Module, triggers: Sequence[Trigger]) -> Optional[cst.Module]:
     """A module with only the definitions that can hold a site; None when there are none."""
     try:
-        holders = _holders(module)
+        holders = _holders(module, triggers)
     except RecursionError:
         return module  # too deep to scan: keep everything; the engine reports the depth if it must
     if module not in holders:
@@ -68,18 +73,17 @@ def _narrow_definition(module: cst.Module, node: cst.BaseStatement, holders: Set
     return node.with_changes(body=node.body.with_changes(body=members))  # type: ignore[attr-defined]
 
 
-def _holders(module: cst.Module) -> Set[cst.CSTNode]:
+def _holders(module: cst.Module, triggers: Sequence[Trigger]) -> Set[cst.CSTNode]:
     """The module, classes and functions that contain a candidate site (one pass, bottom-up)."""
     holders: Set[cst.CSTNode] = set()
+    tests = [trigger.node for trigger in triggers]
 
     def visit(node: cst.CSTNode) -> bool:
         found = False
         for child in children(node):
             if visit(child):
                 found = True
-        if isinstance(node, LOOPS) and _loop_candidate(node):
-            found = True
-        elif isinstance(node, cst.FunctionDef) and _recursion_candidate(node):
+        if not found and any(test(node) for test in tests):
             found = True
         if found and isinstance(node, (cst.Module, cst.FunctionDef, cst.ClassDef)):
             holders.add(node)
@@ -94,33 +98,3 @@ def _placeholder(module: cst.Module, node: cst.BaseStatement, indented: bool = F
     height = module.code_for_node(node).count("\n")
     blank = [cst.EmptyLine(indent=indented, whitespace=cst.SimpleWhitespace(""))] * max(height - 1, 0)
     return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=blank)
-
-
-def _loop_candidate(loop: cst.CSTNode) -> bool:
-    for child in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
-        if isinstance(child, cst.Try) and child.handlers:
-            return True
-        if isinstance(child, cst.If) and _mentions_status(child.test):
-            return True
-    return False
-
-
-def _mentions_status(test: cst.CSTNode) -> bool:
-    for child in walk(test):
-        if isinstance(child, cst.Attribute) and child.attr.value in _STATUS_WORDS:
-            return True
-        if isinstance(child, cst.Name) and ("status" in child.value or child.value in ("code", "http_code")):
-            return True
-    return False
-
-
-def _recursion_candidate(func: cst.FunctionDef) -> bool:
-    name = func.name.value
-    for child in walk(func.body, skip=DEFERRED):
-        if isinstance(child, cst.Call):
-            target = child.func
-            if isinstance(target, cst.Name) and target.value == name:
-                return True
-            if isinstance(target, cst.Attribute) and target.attr.value == name:
-                return True
-    return False

@@ -1,25 +1,61 @@
-"""Extractors: each finds one kind of retry site and builds a RetryPolicy for it.
+"""Extractors: each finds one kind of site and builds the model for it.
 
-Adding support for a retry library means adding an extractor here; rules do not change.
+Retry sites become :class:`~retrylint.model.RetryPolicy` values (hand-written loops,
+recursion, one extractor per retry library); dead-letter-queue operations become
+:class:`~retrylint.model.DeadLetterOperation` values. Each extractor declares a
+:class:`~retrylint.narrowing.Trigger` so that the engine skips files and functions
+that cannot hold its sites. Adding support for a retry library means adding an
+extractor here; rules do not change.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, List
 
-from ..model import RetryPolicy
+from ..model import DeadLetterOperation, RetryPolicy
+from ..narrowing import Trigger
+from . import loops, recursion
 from .context import ModuleContext
-from .loops import extract_loops
-from .recursion import extract_recursions
 
-Extractor = Callable[[ModuleContext], List[RetryPolicy]]
 
-EXTRACTORS: List[Extractor] = [extract_loops, extract_recursions]
+@dataclass(frozen=True)
+class Extractor:
+    name: str
+    extract: Callable[[ModuleContext], List[RetryPolicy]]
+    trigger: Trigger
+
+
+@dataclass(frozen=True)
+class DeadLetterExtractor:
+    name: str
+    extract: Callable[[ModuleContext], List[DeadLetterOperation]]
+    trigger: Trigger
+
+
+EXTRACTORS: List[Extractor] = [
+    Extractor("loops", loops.extract_loops, loops.TRIGGER),
+    Extractor("recursion", recursion.extract_recursions, recursion.TRIGGER),
+]
+
+DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = []
+
+
+def triggers() -> List[Trigger]:
+    return [e.trigger for e in EXTRACTORS] + [e.trigger for e in DEAD_LETTER_EXTRACTORS]
 
 
 def extract_policies(ctx: ModuleContext) -> List[RetryPolicy]:
     policies: List[RetryPolicy] = []
     for extractor in EXTRACTORS:
-        policies.extend(extractor(ctx))
+        policies.extend(extractor.extract(ctx))
     policies.sort(key=lambda p: (p.location.line, p.location.column))
     return policies
+
+
+def extract_dead_letters(ctx: ModuleContext) -> List[DeadLetterOperation]:
+    operations: List[DeadLetterOperation] = []
+    for extractor in DEAD_LETTER_EXTRACTORS:
+        operations.extend(extractor.extract(ctx))
+    operations.sort(key=lambda o: (o.location.line, o.location.column))
+    return operations

@@ -8,6 +8,7 @@ something (a tree, a list of hosts) and is not a retry.
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -24,6 +25,7 @@ from ..syntax import (
     unwrap_await,
     walk,
 )
+from ..narrowing import Trigger
 from .bounds import CounterInfo, GuardEnv, classify_guard, find_counters
 from .context import ModuleContext
 from .delays import DelayEnv, classify
@@ -31,6 +33,27 @@ from .waits import sleep_of
 from .errors import describe_handler, retried_error
 from .loops import combine_delays
 from .status import status_set
+
+
+def _recursion_candidate(node: cst.CSTNode) -> bool:
+    """A function that calls itself (by name, or as ``self.name``)."""
+    if not isinstance(node, cst.FunctionDef):
+        return False
+    name = node.name.value
+    for child in walk(node.body, skip=DEFERRED):
+        if isinstance(child, cst.Call):
+            target = child.func
+            if isinstance(target, cst.Name) and target.value == name:
+                return True
+            if isinstance(target, cst.Attribute) and target.attr.value == name:
+                return True
+    return False
+
+
+TRIGGER = Trigger(
+    text=re.compile(rb"\bexcept\b|status|\.ok\b|is_success|is_error|is_server_error|is_client_error|getcode"),
+    node=_recursion_candidate,
+)
 
 
 def extract_recursions(ctx: ModuleContext) -> List[RetryPolicy]:

@@ -7,7 +7,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Iterable, Optional, Sequence, Tuple
 
-from ..model import Location, RetryPolicy
+from ..model import DeadLetterOperation, Location, RetryPolicy
 from ..settings import Settings
 
 DOCS_URL = "https://retrylint.readthedocs.io/en/latest/rules/{code}/"
@@ -54,7 +54,12 @@ class Rule:
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
-        raise NotImplementedError
+        """Judge a retry site (retry rules override this)."""
+        return ()
+
+    def check_dead_letter(self, operation: DeadLetterOperation, settings: Settings) -> Iterable[Diagnostic]:
+        """Judge a dead-letter-queue operation (DLQ rules override this)."""
+        return ()
 
     # ------------------------------------------------------------ helpers
 
@@ -67,7 +72,8 @@ class Rule:
         return DOCS_URL.format(code=cls.code)
 
     @staticmethod
-    def at(policy: RetryPolicy, message: str, location: Optional[Location] = None) -> Diagnostic:
-        where = location or policy.location
-        lines = tuple(sorted(set(policy.header_lines) | set(where.lines)))
+    def at(site, message: str, location: Optional[Location] = None) -> Diagnostic:
+        """A diagnostic for a site (a RetryPolicy or a DeadLetterOperation)."""
+        where = location or site.location
+        lines = tuple(sorted(set(site.header_lines) | set(where.lines)))
         return Diagnostic(message, where, lines)
