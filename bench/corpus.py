@@ -95,6 +95,26 @@ BINARY_TARGET = [
 ]
 
 
+def all_pins() -> list[tuple[str, str]]:
+    """PINS, plus the ``[pins]`` table of every labels file (``dist = "version"``).
+
+    Each labeled corpus declares the packages it needs next to its labels, so that
+    corpora can grow without editing this script.
+    """
+    import tomllib
+
+    pins = list(PINS)
+    seen = {_norm(d) for d, _ in pins}
+    for labels in sorted((HERE / "labels").glob("*.toml")):
+        with open(labels, "rb") as fh:
+            table = tomllib.load(fh).get("pins", {})
+        for dist, version in table.items():
+            if _norm(dist) not in seen:
+                pins.append((dist, str(version)))
+                seen.add(_norm(dist))
+    return pins
+
+
 def _pip(*args: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
            "--disable-pip-version-check", *args]
@@ -220,10 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the pins and exit")
     args = ap.parse_args(argv)
 
-    pins = PINS
+    pins = all_pins()
     if args.only:
         wanted = {_norm(n) for n in args.only}
-        pins = [p for p in PINS if _norm(p[0]) in wanted]
+        pins = [p for p in pins if _norm(p[0]) in wanted]
         missing = wanted - {_norm(p[0]) for p in pins}
         if missing:
             print(f"unknown distribution(s): {', '.join(sorted(missing))}", file=sys.stderr)
