@@ -96,6 +96,9 @@ class Delay:
     text: str = ""
     #: A delay chosen by the server (Retry-After) may replace the schedule.
     honours_retry_after: bool = False
+    #: The first retry starts at once and the schedule (``base`` …) applies from the
+    #: second retry on: urllib3's ``Retry`` and httpcore's connection retries do this.
+    first_immediate: bool = False
 
     @property
     def grows_exponentially(self) -> bool:

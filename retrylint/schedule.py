@@ -22,6 +22,10 @@ def nominal_delay(delay: Delay, k: int) -> Num:
     """The delay before retry ``k`` (1-based) before jitter, cap applied."""
     if delay.kind is DelayKind.NONE:
         return 0.0
+    if delay.first_immediate:
+        if k == 1:
+            return 0.0
+        k -= 1
     if delay.kind is DelayKind.STEPS and delay.steps:
         return float(delay.steps[min(k - 1, len(delay.steps) - 1)])
     if not known(delay.base):
@@ -74,6 +78,8 @@ def delay_range(delay: Delay, k: int, previous: Optional[DelayRange] = None) -> 
     if not known(d):
         return DelayRange(UNKNOWN, UNKNOWN, UNKNOWN)
     d = float(d)  # type: ignore[arg-type]
+    if delay.first_immediate and k == 1:
+        return DelayRange(0.0, 0.0, 0.0)
     kind = jitter.kind
     if kind is JitterKind.NONE:
         return DelayRange(d, d, d)

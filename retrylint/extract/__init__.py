@@ -17,6 +17,7 @@ from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
 from . import loops, recursion
 from .context import ModuleContext
+from .libraries import LIBRARIES
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class DeadLetterExtractor:
 EXTRACTORS: List[Extractor] = [
     Extractor("loops", loops.extract_loops, loops.TRIGGER),
     Extractor("recursion", recursion.extract_recursions, recursion.TRIGGER),
-]
+] + [Extractor(name, module.extract, module.TRIGGER) for name, module in LIBRARIES]
 
 DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = []
 

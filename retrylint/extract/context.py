@@ -80,6 +80,9 @@ class ModuleContext:
         return bool(self.qualified_names(node.func) & frozenset(names))
 
     def call_name(self, call: cst.Call) -> FrozenSet[str]:
+        """What a call calls: ``f(x)`` → f's names; ``make()(x)`` calls an unknown result."""
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return frozenset()
         return self.qualified_names(call.func)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:

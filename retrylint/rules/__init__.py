@@ -7,6 +7,7 @@ from typing import Dict, List, Type
 from .base import Diagnostic, Invalid, Rule, Valid
 from .rty001_syntax_error import SyntaxErrorRule
 from .rty101_unbounded_retry_loop import UnboundedRetryLoop
+from .rty102_unbounded_retry_policy import UnboundedRetryPolicy
 from .rty103_unbounded_retry_recursion import UnboundedRetryRecursion
 from .rty201_immediate_retry import ImmediateRetry
 from .rty202_fixed_delay_retry import FixedDelayRetry
@@ -19,6 +20,7 @@ from .rty303_retry_on_permanent_exception import RetryOnPermanentException
 RULES: List[Type[Rule]] = [
     SyntaxErrorRule,
     UnboundedRetryLoop,
+    UnboundedRetryPolicy,
     UnboundedRetryRecursion,
     ImmediateRetry,
     FixedDelayRetry,

@@ -7,6 +7,7 @@ from typing import Iterable
 from ..describe import bound_phrase
 from ..model import DelayKind, RetryPolicy, known
 from ..settings import Settings
+from .advice import advice
 from .base import Diagnostic, Invalid, Rule, Valid
 
 
@@ -286,6 +287,5 @@ class ImmediateRetry(Rule):
         yield self.at(
             policy,
             f"{policy.description} retries immediately, with no delay between attempts "
-            f"({bound_phrase(policy.bound)}); wait with exponential backoff and jitter, "
-            "e.g. `time.sleep(random.uniform(0, min(20, 2 ** attempt)))`",
+            f"({bound_phrase(policy.bound)}); {advice(self.code, policy)}",
         )

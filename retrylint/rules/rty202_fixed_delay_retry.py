@@ -8,6 +8,7 @@ from ..describe import bound_phrase
 from ..model import RetryPolicy, known
 from ..schedule import format_seconds
 from ..settings import Settings
+from .advice import advice
 from .base import Diagnostic, Invalid, Rule, Valid
 
 
@@ -261,7 +262,6 @@ class FixedDelayRetry(Rule):
         yield self.at(
             policy,
             f"{policy.description} waits the same {_amount(policy)} before every retry{jitter} "
-            f"({bound_phrase(policy.bound)}); back off exponentially with jitter and a cap, "
-            "e.g. `random.uniform(0, min(20, base * 2 ** attempt))`",
+            f"({bound_phrase(policy.bound)}); {advice(self.code, policy)}",
             policy.delay_location,
         )

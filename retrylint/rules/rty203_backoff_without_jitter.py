@@ -6,6 +6,7 @@ from typing import Iterable
 
 from ..model import JitterKind, RetryPolicy, known
 from ..settings import Settings
+from .advice import advice
 from .base import Diagnostic, Invalid, Rule, Valid
 
 #: A proportional jitter narrower than ±10 % leaves clients in lock-step.
@@ -294,6 +295,6 @@ class BackoffWithoutJitter(Rule):
         yield self.at(
             policy,
             f"{policy.description} backs off exponentially ({shown}) {why}: clients that failed together "
-            "retry together; add full jitter, e.g. `random.uniform(0, delay)`",
+            f"retry together; {advice(self.code, policy)}",
             policy.delay_location,
         )

@@ -8,6 +8,7 @@ from typing import Iterable
 from ..model import RetryPolicy, known
 from ..schedule import INF, format_seconds, largest_reachable_delay
 from ..settings import Settings
+from .advice import advice
 from .base import Diagnostic, Invalid, Rule, Valid
 
 
@@ -276,6 +277,6 @@ class BackoffWithoutCap(Rule):
         yield self.at(
             policy,
             f"{policy.description} backs off exponentially with no cap: the delay {reach}, "
-            f"over the {limit} max-delay; cap it, e.g. `min(20, base * 2 ** attempt)`",
+            f"over the {limit} max-delay; {advice(self.code, policy)}",
             policy.delay_location,
         )

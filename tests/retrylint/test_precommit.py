@@ -19,8 +19,31 @@ def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
+def _snapshot(target: Path) -> Path:
+    """The project as it is on disk (also files not committed yet), as a one-commit repo.
+
+    ``pre-commit try-repo`` only sees tracked files; a snapshot makes the test judge the
+    working tree, in CI and during development alike.
+    """
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout.splitlines()
+    for name in listed:
+        source = ROOT / name
+        if source.is_file() and not name.startswith(("bench/", "tests/")):
+            destination = target / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+    _git(target, "init", "-q")
+    _git(target, "add", ".")
+    _git(target, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "snapshot")
+    return target
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is needed by pre-commit")
 def test_pre_commit_try_repo(tmp_path):
+    hook_repo = _snapshot(tmp_path / "retrylint")
     repo = tmp_path / "service"
     repo.mkdir()
     _git(repo, "init", "-q")
@@ -30,7 +53,7 @@ def test_pre_commit_try_repo(tmp_path):
     _git(repo, "add", ".")
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), GIT_AUTHOR_NAME="t",
                GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
-    command = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "retrylint", "--all-files", "--color", "never"]
+    command = [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), "retrylint", "--all-files", "--color", "never"]
     result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     output = result.stdout + result.stderr
     assert result.returncode == 1, output

@@ -1,0 +1,19 @@
+"""One extractor per retry library; each builds the same RetryPolicy as hand-written loops."""
+
+from __future__ import annotations
+
+from . import backoff, botocore_config, google_api_core, http_clients, redis_retry, retry_package, retrying, stamina, task_queues, tenacity
+
+#: (name, module): each module has ``extract(ctx)`` and ``TRIGGER``.
+LIBRARIES = (
+    ("tenacity", tenacity),
+    ("backoff", backoff),
+    ("stamina", stamina),
+    ("retrying", retrying),
+    ("retry", retry_package),
+    ("http-clients", http_clients),
+    ("task-queues", task_queues),
+    ("redis", redis_retry),
+    ("google-api-core", google_api_core),
+    ("botocore", botocore_config),
+)

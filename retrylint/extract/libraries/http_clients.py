@@ -1,0 +1,135 @@
+"""HTTP client retries: urllib3 ``Retry(...)``, requests ``HTTPAdapter(max_retries=...)``,
+httpx ``HTTPTransport(retries=...)``.
+
+urllib3 2.x: ``Retry(total=10, ..., backoff_factor=0, backoff_max=120, backoff_jitter=0,
+status_forcelist=None, respect_retry_after_header=True)``; the first retry waits 0, then
+``backoff_factor * 2 ** (n - 1)``, capped at ``backoff_max``. requests turns an integer
+``max_retries`` into ``Retry(n)`` (no backoff). httpx retries connection failures through
+httpcore: 0 s, then 0.5 s, 1 s, 2 s … (no jitter, no cap).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+
+from ...model import (
+    UNBOUNDED,
+    UNKNOWN,
+    Bound,
+    Delay,
+    DelayKind,
+    Jitter,
+    JitterKind,
+    RetriedStatuses,
+    RetryPolicy,
+    known,
+)
+from ...narrowing import Trigger
+from ..context import ModuleContext
+from ..status import _collection
+from .common import Args, build, calls_named, is_false, last, resolve, scaled, text_trigger, value
+
+RETRY = frozenset(
+    {
+        "urllib3.Retry",
+        "urllib3.util.Retry",
+        "urllib3.util.retry.Retry",
+        "requests.adapters.Retry",
+        "requests.packages.urllib3.util.retry.Retry",
+        "requests.packages.urllib3.Retry",
+        "botocore.vendored.requests.packages.urllib3.util.retry.Retry",
+    }
+)
+ADAPTERS = frozenset({"requests.adapters.HTTPAdapter", "requests.HTTPAdapter"})
+TRANSPORTS = frozenset({"httpx.HTTPTransport", "httpx.AsyncHTTPTransport"})
+_WORDS = frozenset({"Retry", "HTTPAdapter", "HTTPTransport", "AsyncHTTPTransport"})
+_COUNTERS = ("connect", "read", "redirect", "status", "other")
+
+TRIGGER = Trigger(
+    text=text_trigger("urllib3", "HTTPAdapter", "HTTPTransport", "Retry"),
+    node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS,
+)
+
+
+def extract(ctx: ModuleContext) -> List[RetryPolicy]:
+    policies: List[RetryPolicy] = []
+    for call in calls_named(ctx, RETRY):
+        policy = _urllib3(call, ctx)
+        if policy is not None:
+            policies.append(policy)
+    for call in calls_named(ctx, ADAPTERS):
+        policy = _adapter(call, ctx)
+        if policy is not None:
+            policies.append(policy)
+    for call in calls_named(ctx, TRANSPORTS):
+        policy = _transport(call, ctx)
+        if policy is not None:
+            policies.append(policy)
+    return policies
+
+
+def _urllib3(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
+    args = Args.of(call)
+    total_expr = args.get("total", 0)
+    if total_expr is not None and is_false(resolve(total_expr, ctx)):
+        return None  # Retry(0) / Retry(False): retries switched off
+    total = value(total_expr, ctx, 10.0)
+    counters = [value(args.get(name), ctx, None) for name in _COUNTERS]
+    if total is None:
+        limits = [c for c in counters if c is not None]
+        if not limits:
+            bound = UNBOUNDED if not args.opaque else Bound(attempts=UNKNOWN)
+        else:
+            bound = Bound(attempts=UNKNOWN)  # each kind of failure has its own limit
+    else:
+        bound = Bound(attempts=float(total) + 1 if known(total) else UNKNOWN)  # type: ignore[arg-type]
+    factor = value(args.get("backoff_factor"), ctx, 0.0)
+    cap = value(args.get("backoff_max"), ctx, 120.0)
+    jitter_amount = value(args.get("backoff_jitter"), ctx, 0.0)
+    text = ctx.code(call)
+    if known(factor) and float(factor) == 0:  # type: ignore[arg-type]
+        delay = Delay(DelayKind.NONE, text=text)
+    else:
+        jitter = Jitter(JitterKind.ADDITIVE, jitter_amount) if not (known(jitter_amount) and float(jitter_amount) == 0) else Jitter()  # type: ignore[arg-type]
+        delay = Delay(DelayKind.EXPONENTIAL, base=scaled(factor, 2.0), factor=2.0, cap=cap, jitter=jitter,
+                      text=f"backoff_factor={ctx.code(args.get('backoff_factor'))}" if args.given("backoff_factor") else text,
+                      first_immediate=True)
+    statuses = None
+    forcelist = args.get("status_forcelist")
+    if forcelist is not None:
+        codes = _collection(forcelist, ctx)
+        if codes is not None:
+            statuses = RetriedStatuses(tuple(sorted(codes)), ctx.location(forcelist), f"status_forcelist={ctx.code(forcelist)}")
+    return build("urllib3", call, ctx, bound, delay, (), description="urllib3 `Retry(...)`", statuses=statuses)
+
+
+def _adapter(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
+    args = Args.of(call)
+    retries = args.get("max_retries", 3)
+    if retries is None:
+        return None  # the default: Retry(0, read=False), no retries
+    resolved = resolve(retries, ctx)
+    if isinstance(resolved, cst.Call):
+        return None  # a Retry(...) object: judged where it is built
+    count = value(retries, ctx, UNKNOWN)
+    if not known(count) or float(count) <= 0:  # type: ignore[arg-type]
+        return None
+    bound = Bound(attempts=float(count) + 1)  # type: ignore[arg-type]
+    delay = Delay(DelayKind.NONE, text=f"max_retries={ctx.code(retries)}")
+    return build("requests", call, ctx, bound, delay, (), description="requests `HTTPAdapter(max_retries=...)`")
+
+
+def _transport(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
+    args = Args.of(call)
+    retries_expr = args.get("retries")
+    if retries_expr is None:
+        return None
+    count = value(retries_expr, ctx, UNKNOWN)
+    if known(count) and float(count) <= 0:  # type: ignore[arg-type]
+        return None
+    bound = Bound(attempts=float(count) + 1 if known(count) else UNKNOWN)  # type: ignore[arg-type]
+    delay = Delay(DelayKind.EXPONENTIAL, base=0.5, factor=2.0, cap=None, first_immediate=True,
+                  text=f"retries={ctx.code(retries_expr)} (httpcore backoff 0, 0.5, 1, 2 … s)")
+    return build("httpx", call, ctx, bound, delay, (), description=f"httpx `{last(call.func)}(retries=...)`")

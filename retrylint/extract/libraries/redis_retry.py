@@ -1,0 +1,81 @@
+"""redis-py ``Retry(backoff, retries, supported_errors=...)`` and its backoff classes.
+
+redis 8: ``retries < 0`` retries forever; the backoff before retry ``n`` is computed
+from ``n`` failures: ``ExponentialBackoff`` → ``min(cap, base * 2 ** n)`` (no jitter),
+``FullJitterBackoff`` → ``uniform(0, …)``, ``EqualJitterBackoff``,
+``DecorrelatedJitterBackoff``, ``ExponentialWithJitterBackoff`` → ``random() * …``;
+``NoBackoff`` → 0; ``ConstantBackoff(b)`` → b. Defaults: ``cap=0.512``, ``base=0.008``.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+
+from ...model import UNBOUNDED, UNKNOWN, Bound, Delay, DelayKind, Jitter, JitterKind, RetryPolicy, known
+from ...narrowing import Trigger
+from ..context import ModuleContext
+from .common import Args, build, calls_named, clause, last, names_of, resolve, scaled, text_trigger, value
+
+RETRY = frozenset({"redis.retry.Retry", "redis.Retry", "redis.asyncio.retry.Retry", "redis.asyncio.Retry",
+                   "redis.asyncio.client.Retry"})
+_DEFAULT_CAP, _DEFAULT_BASE = 0.512, 0.008
+_JITTERS = {
+    "FullJitterBackoff": JitterKind.FULL,
+    "EqualJitterBackoff": JitterKind.EQUAL,
+    "DecorrelatedJitterBackoff": JitterKind.DECORRELATED,
+    "ExponentialWithJitterBackoff": JitterKind.FULL,
+    "ExponentialBackoff": JitterKind.NONE,
+}
+
+TRIGGER = Trigger(
+    text=text_trigger("redis"),
+    node=lambda node: isinstance(node, cst.Call) and last(node.func) == "Retry",
+)
+
+
+def extract(ctx: ModuleContext) -> List[RetryPolicy]:
+    return [p for p in (_policy(call, ctx) for call in calls_named(ctx, RETRY)) if p is not None]
+
+
+def _policy(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
+    args = Args.of(call)
+    retries = value(args.get("retries", 1), ctx, UNKNOWN)
+    if known(retries) and float(retries) == 0:  # type: ignore[arg-type]
+        return None
+    if known(retries) and float(retries) < 0:  # type: ignore[arg-type]
+        bound = UNBOUNDED
+    else:
+        bound = Bound(attempts=float(retries) + 1 if known(retries) else UNKNOWN)  # type: ignore[arg-type]
+    delay = _backoff(args.get("backoff", 0), ctx)
+    errors = []
+    supported = args.get("supported_errors", 2)
+    if supported is not None:
+        names = names_of(supported, ctx)
+        if names:
+            errors.append(clause(names, ctx.location(supported), f"supported_errors={ctx.code(supported)}"))
+    return build("redis", call, ctx, bound, delay, errors, description="redis `Retry(...)`")
+
+
+def _backoff(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Delay:
+    resolved = resolve(expr, ctx) if expr is not None else None
+    if not isinstance(resolved, cst.Call):
+        return Delay(DelayKind.UNKNOWN)
+    names = {q.rsplit(".", 1)[-1] for q in ctx.call_name(resolved) if q.startswith("redis")}
+    args = Args.of(resolved)
+    text = ctx.code(resolved)
+    if "NoBackoff" in names:
+        return Delay(DelayKind.NONE, text=text)
+    if "ConstantBackoff" in names:
+        return Delay(DelayKind.FIXED, base=value(args.get("backoff", 0), ctx, UNKNOWN), text=text)
+    for name, jitter in _JITTERS.items():
+        if name in names:
+            cap = value(args.get("cap", 0), ctx, _DEFAULT_CAP)
+            base = value(args.get("base", 1), ctx, _DEFAULT_BASE)
+            if name == "ExponentialWithJitterBackoff":
+                base = value(args.get("base", 0), ctx, 1.0)
+                cap = value(args.get("cap", 1), ctx, 10.0)
+            # The first retry comes after one failure: base * 2 ** 1.
+            return Delay(DelayKind.EXPONENTIAL, base=scaled(base, 2.0), factor=2.0, cap=cap, jitter=Jitter(jitter), text=text)
+    return Delay(DelayKind.UNKNOWN, text=text)

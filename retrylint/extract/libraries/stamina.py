@@ -1,0 +1,53 @@
+"""stamina: ``@stamina.retry(on=...)``, ``stamina.retry_context(on=...)``, ``RetryingCaller``.
+
+Defaults (stamina 26): ``attempts=10``, ``timeout=45``, ``wait_initial=0.1``,
+``wait_max=5``, ``wait_jitter=1`` (added), ``wait_exp_base=2``; ``on=`` is mandatory.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+
+from ...model import Bound, Delay, DelayKind, Jitter, JitterKind, RetriedError, RetryPolicy, UNKNOWN, known
+from ...narrowing import Trigger
+from ..context import ModuleContext
+from .common import Args, build, calls_named, clause, last, names_of, predicate, text_trigger, value
+
+POLICIES = frozenset({"stamina.retry", "stamina.retry_context", "stamina.RetryingCaller", "stamina.AsyncRetryingCaller",
+                      "stamina._core.retry", "stamina._core.retry_context"})
+_WORDS = frozenset({"retry", "retry_context", "RetryingCaller", "AsyncRetryingCaller"})
+
+TRIGGER = Trigger(
+    text=text_trigger("stamina"),
+    node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS,
+)
+
+
+def extract(ctx: ModuleContext) -> List[RetryPolicy]:
+    return [_policy(call, ctx) for call in calls_named(ctx, POLICIES)]
+
+
+def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
+    args = Args.of(call)
+    location = ctx.location(call)
+    caller = last(call.func).endswith("RetryingCaller")
+    default_attempts = 10.0
+    attempts = value(args.get("attempts"), ctx, default_attempts)
+    deadline = value(args.get("timeout"), ctx, 45.0)
+    bound = Bound(attempts=attempts, deadline=deadline)
+    if bound.unbounded and args.opaque:
+        bound = Bound(attempts=UNKNOWN)
+    base = value(args.get("wait_initial"), ctx, 0.1)
+    cap = value(args.get("wait_max"), ctx, 5.0)
+    factor = value(args.get("wait_exp_base"), ctx, 2.0)
+    amount = value(args.get("wait_jitter"), ctx, 1.0)
+    jitter = Jitter(JitterKind.ADDITIVE, amount) if not (known(amount) and float(amount) == 0) else Jitter()  # type: ignore[arg-type]
+    delay = Delay(DelayKind.EXPONENTIAL, base=base, factor=factor, cap=cap, jitter=jitter, text=ctx.code(call.func))
+    errors: List[RetriedError] = []
+    on = args.get("on", 0) if not caller else None
+    if on is not None:
+        names = names_of(on, ctx)
+        errors.append(clause(names, location, f"on={ctx.code(on)}") if names else predicate(location, ctx.code(on)))
+    return build("stamina", call, ctx, bound, delay, errors, description=f"stamina `{last(call.func)}(...)`")
