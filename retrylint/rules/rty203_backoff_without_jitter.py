@@ -23,6 +23,15 @@ def lacks_jitter(policy: RetryPolicy) -> str:
     return ""
 
 
+def _waits(policy: RetryPolicy) -> float:
+    """How many retries wait at all (infinite when the count is not known)."""
+    retries = policy.bound.retries
+    if not known(retries):
+        return float("inf")
+    skipped = 1 if policy.delay.first_immediate else 0
+    return max(float(retries) - skipped, 0.0)  # type: ignore[arg-type]
+
+
 class BackoffWithoutJitter(Rule):
     """
     ## What it does
@@ -286,7 +295,7 @@ class BackoffWithoutJitter(Rule):
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
         delay = policy.delay
-        if not delay.grows_exponentially:
+        if not delay.grows_exponentially or _waits(policy) < 2:
             return
         why = lacks_jitter(policy)
         if not why:

@@ -22,6 +22,9 @@ _WORDS = frozenset({"on_exception", "on_predicate"})
 #: Golden ratio: fibo() grows like an exponential of this factor.
 _PHI = 1.618
 
+#: Defaults of backoff's wait generators, as assumed here (tests compare them with backoff).
+DEFAULTS = {"expo.base": 2.0, "expo.factor": 1.0, "constant.interval": 1.0}
+
 
 TRIGGER = Trigger(
     text=text_trigger("backoff"),
@@ -85,15 +88,15 @@ def _delay(args: Args, ctx: ModuleContext) -> Delay:
     text = ctx.code(wait_gen)
     jitter = _jitter(args, ctx)
     if name == "expo":
-        base = value(args.get("base"), ctx, 2.0)
-        factor = value(args.get("factor"), ctx, 1.0)
+        base = value(args.get("base"), ctx, DEFAULTS["expo.base"])
+        factor = value(args.get("factor"), ctx, DEFAULTS["expo.factor"])
         cap = value(args.get("max_value"), ctx, None)
         return Delay(DelayKind.EXPONENTIAL, base=factor, factor=base, cap=cap, jitter=jitter, text=text)
     if name == "fibo":
         cap = value(args.get("max_value"), ctx, None)
         return Delay(DelayKind.EXPONENTIAL, base=1.0, factor=_PHI, cap=cap, jitter=jitter, text=text)
     if name == "constant":
-        interval = value(args.get("interval"), ctx, 1.0)
+        interval = value(args.get("interval"), ctx, DEFAULTS["constant.interval"])
         return Delay(DelayKind.FIXED, base=interval, jitter=jitter, text=text)
     if name == "runtime":
         # The wait comes from the result or the exception (e.g. a Retry-After header).

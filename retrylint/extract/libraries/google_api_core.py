@@ -25,6 +25,9 @@ RETRY = frozenset(
         "google.api_core.retry_async.AsyncRetry",
     }
 )
+
+#: google.api_core.retry.Retry defaults, as assumed here (tests compare them with api-core).
+DEFAULTS = {"initial": 1.0, "maximum": 60.0, "multiplier": 2.0, "timeout": 120.0}
 #: google.api_core.exceptions classes and the HTTP status they stand for.
 HTTP_STATUS = {
     "BadRequest": 400, "InvalidArgument": 400, "FailedPrecondition": 400, "OutOfRange": 400,
@@ -53,14 +56,14 @@ def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
     if timeout_expr is not None and is_none(resolve(timeout_expr, ctx)):
         bound = UNBOUNDED
     else:
-        bound = Bound(deadline=value(timeout_expr, ctx, 120.0) if timeout_expr is not None else 120.0)
+        bound = Bound(deadline=value(timeout_expr, ctx, DEFAULTS["timeout"]) if timeout_expr is not None else DEFAULTS["timeout"])
         if bound.deadline is None:
             bound = Bound(deadline=UNKNOWN)
     delay = Delay(
         DelayKind.EXPONENTIAL,
-        base=value(args.get("initial", 1), ctx, 1.0),
-        factor=value(args.get("multiplier", 3), ctx, 2.0),
-        cap=value(args.get("maximum", 2), ctx, 60.0),
+        base=value(args.get("initial", 1), ctx, DEFAULTS["initial"]),
+        factor=value(args.get("multiplier", 3), ctx, DEFAULTS["multiplier"]),
+        cap=value(args.get("maximum", 2), ctx, DEFAULTS["maximum"]),
         jitter=Jitter(JitterKind.FULL),
         text=ctx.code(call.func),
     )

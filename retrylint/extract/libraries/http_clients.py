@@ -47,6 +47,15 @@ TRANSPORTS = frozenset({"httpx.HTTPTransport", "httpx.AsyncHTTPTransport"})
 _WORDS = frozenset({"Retry", "HTTPAdapter", "HTTPTransport", "AsyncHTTPTransport"})
 _COUNTERS = ("connect", "read", "redirect", "status", "other")
 
+#: urllib3/httpcore defaults, as assumed here (tests compare them with the installed packages).
+DEFAULTS = {
+    "Retry.total": 10.0,
+    "Retry.backoff_factor": 0.0,
+    "Retry.backoff_max": 120.0,
+    "Retry.backoff_jitter": 0.0,
+    "httpcore.backoff_factor": 0.5,
+}
+
 TRIGGER = Trigger(
     text=text_trigger("urllib3", "HTTPAdapter", "HTTPTransport", "Retry"),
     node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS,
@@ -75,7 +84,7 @@ def _urllib3(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
     total_expr = args.get("total", 0)
     if total_expr is not None and is_false(resolve(total_expr, ctx)):
         return None  # Retry(0) / Retry(False): retries switched off
-    total = value(total_expr, ctx, 10.0)
+    total = value(total_expr, ctx, DEFAULTS["Retry.total"])
     counters = [value(args.get(name), ctx, None) for name in _COUNTERS]
     if total is None:
         limits = [c for c in counters if c is not None]
@@ -85,9 +94,9 @@ def _urllib3(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
             bound = Bound(attempts=UNKNOWN)  # each kind of failure has its own limit
     else:
         bound = Bound(attempts=float(total) + 1 if known(total) else UNKNOWN)  # type: ignore[arg-type]
-    factor = value(args.get("backoff_factor"), ctx, 0.0)
-    cap = value(args.get("backoff_max"), ctx, 120.0)
-    jitter_amount = value(args.get("backoff_jitter"), ctx, 0.0)
+    factor = value(args.get("backoff_factor"), ctx, DEFAULTS["Retry.backoff_factor"])
+    cap = value(args.get("backoff_max"), ctx, DEFAULTS["Retry.backoff_max"])
+    jitter_amount = value(args.get("backoff_jitter"), ctx, DEFAULTS["Retry.backoff_jitter"])
     text = ctx.code(call)
     if known(factor) and float(factor) == 0:  # type: ignore[arg-type]
         delay = Delay(DelayKind.NONE, text=text)
@@ -130,6 +139,6 @@ def _transport(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
     if known(count) and float(count) <= 0:  # type: ignore[arg-type]
         return None
     bound = Bound(attempts=float(count) + 1 if known(count) else UNKNOWN)  # type: ignore[arg-type]
-    delay = Delay(DelayKind.EXPONENTIAL, base=0.5, factor=2.0, cap=None, first_immediate=True,
+    delay = Delay(DelayKind.EXPONENTIAL, base=DEFAULTS["httpcore.backoff_factor"], factor=2.0, cap=None, first_immediate=True,
                   text=f"retries={ctx.code(retries_expr)} (httpcore backoff 0, 0.5, 1, 2 … s)")
     return build("httpx", call, ctx, bound, delay, (), description=f"httpx `{last(call.func)}(retries=...)`")

@@ -3,7 +3,8 @@
 redis 8: ``retries < 0`` retries forever; the backoff before retry ``n`` is computed
 from ``n`` failures: ``ExponentialBackoff`` → ``min(cap, base * 2 ** n)`` (no jitter),
 ``FullJitterBackoff`` → ``uniform(0, …)``, ``EqualJitterBackoff``,
-``DecorrelatedJitterBackoff``, ``ExponentialWithJitterBackoff`` → ``random() * …``;
+``DecorrelatedJitterBackoff``, ``ExponentialWithJitterBackoff`` → ``random() * …``
+(all take ``cap`` then ``base``);
 ``NoBackoff`` → 0; ``ConstantBackoff(b)`` → b. Defaults: ``cap=0.512``, ``base=0.008``.
 """
 
@@ -20,7 +21,9 @@ from .common import Args, build, calls_named, clause, last, names_of, resolve, s
 
 RETRY = frozenset({"redis.retry.Retry", "redis.Retry", "redis.asyncio.retry.Retry", "redis.asyncio.Retry",
                    "redis.asyncio.client.Retry"})
-_DEFAULT_CAP, _DEFAULT_BASE = 0.512, 0.008
+
+#: redis.backoff defaults, as assumed here (tests compare them with the installed redis).
+DEFAULTS = {"cap": 0.512, "base": 0.008}
 _JITTERS = {
     "FullJitterBackoff": JitterKind.FULL,
     "EqualJitterBackoff": JitterKind.EQUAL,
@@ -71,11 +74,8 @@ def _backoff(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Delay:
         return Delay(DelayKind.FIXED, base=value(args.get("backoff", 0), ctx, UNKNOWN), text=text)
     for name, jitter in _JITTERS.items():
         if name in names:
-            cap = value(args.get("cap", 0), ctx, _DEFAULT_CAP)
-            base = value(args.get("base", 1), ctx, _DEFAULT_BASE)
-            if name == "ExponentialWithJitterBackoff":
-                base = value(args.get("base", 0), ctx, 1.0)
-                cap = value(args.get("cap", 1), ctx, 10.0)
+            cap = value(args.get("cap", 0), ctx, DEFAULTS["cap"])
+            base = value(args.get("base", 1), ctx, DEFAULTS["base"])
             # The first retry comes after one failure: base * 2 ** 1.
             return Delay(DelayKind.EXPONENTIAL, base=scaled(base, 2.0), factor=2.0, cap=cap, jitter=Jitter(jitter), text=text)
     return Delay(DelayKind.UNKNOWN, text=text)

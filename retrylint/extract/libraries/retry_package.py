@@ -20,6 +20,9 @@ from .common import Args, bare_decorators, build, calls_named, clause, last, nam
 DECORATORS = frozenset({"retry.retry", "retry.api.retry"})
 CALLS = frozenset({"retry.retry_call", "retry.api.retry_call"})
 
+#: The retry package's defaults, as assumed here (tests compare them with the installed package).
+DEFAULTS = {"tries": -1.0, "delay": 0.0, "backoff": 1.0, "jitter": 0.0}
+
 _WORDS = frozenset({"retry", "retry_call"})
 
 TRIGGER = Trigger(
@@ -49,14 +52,14 @@ def _defaults(node, ctx: ModuleContext) -> RetryPolicy:
 def _policy(call: cst.Call, args: Args, ctx: ModuleContext, offset: int) -> RetryPolicy:
     """``offset``: retry_call(f, fargs, fkwargs, exceptions, tries, ...) shifts the positions."""
     location = ctx.location(call)
-    tries = value(args.get("tries", offset + 1), ctx, -1.0)
+    tries = value(args.get("tries", offset + 1), ctx, DEFAULTS["tries"])
     if known(tries) and float(tries) < 0:  # type: ignore[arg-type]
         bound = UNBOUNDED
     else:
         bound = Bound(attempts=tries if tries is not None else UNKNOWN)
-    delay_value = value(args.get("delay", offset + 2), ctx, 0.0)
+    delay_value = value(args.get("delay", offset + 2), ctx, DEFAULTS["delay"])
     cap = value(args.get("max_delay", offset + 3), ctx, None)
-    factor = value(args.get("backoff", offset + 4), ctx, 1.0)
+    factor = value(args.get("backoff", offset + 4), ctx, DEFAULTS["backoff"])
     jitter_expr = resolve(args.get("jitter", offset + 5), ctx)
     text = ctx.code(call.func)
     jitter = Jitter()

@@ -19,6 +19,9 @@ POLICIES = frozenset({"stamina.retry", "stamina.retry_context", "stamina.Retryin
                       "stamina._core.retry", "stamina._core.retry_context"})
 _WORDS = frozenset({"retry", "retry_context", "RetryingCaller", "AsyncRetryingCaller"})
 
+#: stamina.retry's defaults, as assumed here (tests compare them with the installed stamina).
+DEFAULTS = {"attempts": 10.0, "timeout": 45.0, "wait_initial": 0.1, "wait_max": 5.0, "wait_jitter": 1.0, "wait_exp_base": 2.0}
+
 TRIGGER = Trigger(
     text=text_trigger("stamina"),
     node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS,
@@ -33,16 +36,15 @@ def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
     args = Args.of(call)
     location = ctx.location(call)
     caller = last(call.func).endswith("RetryingCaller")
-    default_attempts = 10.0
-    attempts = value(args.get("attempts"), ctx, default_attempts)
-    deadline = value(args.get("timeout"), ctx, 45.0)
+    attempts = value(args.get("attempts"), ctx, DEFAULTS["attempts"])
+    deadline = value(args.get("timeout"), ctx, DEFAULTS["timeout"])
     bound = Bound(attempts=attempts, deadline=deadline)
     if bound.unbounded and args.opaque:
         bound = Bound(attempts=UNKNOWN)
-    base = value(args.get("wait_initial"), ctx, 0.1)
-    cap = value(args.get("wait_max"), ctx, 5.0)
-    factor = value(args.get("wait_exp_base"), ctx, 2.0)
-    amount = value(args.get("wait_jitter"), ctx, 1.0)
+    base = value(args.get("wait_initial"), ctx, DEFAULTS["wait_initial"])
+    cap = value(args.get("wait_max"), ctx, DEFAULTS["wait_max"])
+    factor = value(args.get("wait_exp_base"), ctx, DEFAULTS["wait_exp_base"])
+    amount = value(args.get("wait_jitter"), ctx, DEFAULTS["wait_jitter"])
     jitter = Jitter(JitterKind.ADDITIVE, amount) if not (known(amount) and float(amount) == 0) else Jitter()  # type: ignore[arg-type]
     delay = Delay(DelayKind.EXPONENTIAL, base=base, factor=factor, cap=cap, jitter=jitter, text=ctx.code(call.func))
     errors: List[RetriedError] = []

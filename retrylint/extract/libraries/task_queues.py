@@ -29,6 +29,17 @@ _RETRY_OPTIONS = frozenset({"autoretry_for", "max_retries", "retry_backoff", "re
 DRAMATIQ_ACTORS = frozenset({"dramatiq.actor", "dramatiq.actor.actor"})
 _DRAMATIQ_OPTIONS = frozenset({"max_retries", "min_backoff", "max_backoff", "retry_when", "throws"})
 
+#: celery Task and dramatiq Retries defaults, as assumed here (tests compare them with the packages).
+DEFAULTS = {
+    "celery.max_retries": 3.0,
+    "celery.default_retry_delay": 180.0,
+    "celery.retry_backoff_max": 600.0,
+    "celery.retry_jitter": True,
+    "dramatiq.max_retries": 20.0,
+    "dramatiq.min_backoff_ms": 15000.0,
+    "dramatiq.max_backoff_ms": 604_800_000.0,
+}
+
 TRIGGER = Trigger(
     text=text_trigger("celery", "shared_task", ".task(", "dramatiq", "self.retry("),
     node=lambda node: isinstance(node, cst.Call) and last(node.func) in ("task", "shared_task", "actor", "retry"),
@@ -82,7 +93,7 @@ def _options(call: cst.Call, ctx: ModuleContext) -> Dict[str, cst.BaseExpression
 
 def _celery_bound(max_retries: Optional[cst.BaseExpression], ctx: ModuleContext) -> Bound:
     if max_retries is None:
-        return Bound(attempts=4.0)  # the default max_retries=3
+        return Bound(attempts=DEFAULTS["celery.max_retries"] + 1)
     resolved = resolve(max_retries, ctx)
     if isinstance(resolved, cst.Name) and resolved.value == "None":
         return UNBOUNDED
@@ -95,10 +106,10 @@ def _celery_delay(options: Dict[str, cst.BaseExpression], ctx: ModuleContext, te
     jitter_expr = resolve(options.get("retry_jitter"), ctx)
     jittered = not (isinstance(jitter_expr, cst.Name) and jitter_expr.value == "False")
     if backoff is None or (isinstance(backoff, cst.Name) and backoff.value == "False"):
-        base = value(options.get("default_retry_delay"), ctx, 180.0)
+        base = value(options.get("default_retry_delay"), ctx, DEFAULTS["celery.default_retry_delay"])
         return Delay(DelayKind.FIXED, base=base, text="default_retry_delay" if "default_retry_delay" in options else "default_retry_delay=180 (the default)")
     factor = 1.0 if isinstance(backoff, cst.Name) and backoff.value == "True" else value(backoff, ctx, UNKNOWN)
-    cap = value(options.get("retry_backoff_max"), ctx, 600.0)
+    cap = value(options.get("retry_backoff_max"), ctx, DEFAULTS["celery.retry_backoff_max"])
     return Delay(DelayKind.EXPONENTIAL, base=factor, factor=2.0, cap=cap,
                  jitter=Jitter(JitterKind.FULL) if jittered else Jitter(), text=text)
 
@@ -142,7 +153,10 @@ def _self_retries(function: cst.FunctionDef, options: Dict[str, cst.BaseExpressi
         elif eta is not None:
             delay = Delay(DelayKind.UNKNOWN, text=ctx.code(eta))
         else:
-            delay = _celery_delay(options, ctx, "")
+            # Task.retry() without a countdown waits default_retry_delay; retry_backoff
+            # only shapes autoretry_for.
+            base = value(options.get("default_retry_delay"), ctx, DEFAULTS["celery.default_retry_delay"])
+            delay = Delay(DelayKind.FIXED, base=base, text="default_retry_delay")
         errors = []
         handler = next((a for a in ctx.ancestors(node) if isinstance(a, cst.ExceptHandler)), None)
         if handler is not None and ctx.is_inside(handler, function):
@@ -171,10 +185,10 @@ def _dramatiq(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
     if max_retries is not None and isinstance(resolve(max_retries, ctx), cst.Name) and resolve(max_retries, ctx).value == "None":  # type: ignore[union-attr]
         bound = UNBOUNDED
     else:
-        count = value(max_retries, ctx, 20.0)
+        count = value(max_retries, ctx, DEFAULTS["dramatiq.max_retries"])
         bound = Bound(attempts=float(count) + 1 if known(count) else UNKNOWN)  # type: ignore[arg-type]
-    low = scaled(value(args.get("min_backoff"), ctx, 15000.0), 0.001)
-    cap = scaled(value(args.get("max_backoff"), ctx, 604_800_000.0), 0.001)
+    low = scaled(value(args.get("min_backoff"), ctx, DEFAULTS["dramatiq.min_backoff_ms"]), 0.001)
+    cap = scaled(value(args.get("max_backoff"), ctx, DEFAULTS["dramatiq.max_backoff_ms"]), 0.001)
     # compute_backoff: min_backoff * 2 ** retries, stretched by uniform(1, 2).
     delay = Delay(DelayKind.EXPONENTIAL, base=scaled(low, 1.5), factor=2.0, cap=cap,
                   jitter=Jitter(JitterKind.PROPORTIONAL, 1 / 3), text=ctx.code(call.func))

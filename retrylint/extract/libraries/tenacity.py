@@ -55,6 +55,18 @@ POLICIES = frozenset(
 )
 _WORDS = frozenset({"retry", "Retrying", "AsyncRetrying", "TornadoRetrying", "retry_with"})
 
+#: Defaults of tenacity's waits, as assumed here (tests compare them with the installed tenacity).
+DEFAULTS = {
+    "wait_random.min": 0.0,
+    "wait_random.max": 1.0,
+    "wait_incrementing.start": 0.0,
+    "wait_incrementing.increment": 100.0,
+    "wait_exponential.multiplier": 1.0,
+    "wait_exponential.exp_base": 2.0,
+    "wait_exponential_jitter.initial": 1.0,
+    "wait_exponential_jitter.jitter": 1.0,
+}
+
 
 def _node(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.Call):
@@ -222,28 +234,28 @@ def _wait(expr: cst.BaseExpression, ctx: ModuleContext) -> Delay:
     if name == "wait_fixed":
         return Delay(DelayKind.FIXED, base=value(args.get("wait", 0), ctx, UNKNOWN), text=text)
     if name == "wait_random":
-        low = value(args.get("min", 0), ctx, 0.0)
-        high = value(args.get("max", 1), ctx, 1.0)
+        low = value(args.get("min", 0), ctx, DEFAULTS["wait_random.min"])
+        high = value(args.get("max", 1), ctx, DEFAULTS["wait_random.max"])
         return _random_range(low, high, text)
     if name == "wait_incrementing":
         return Delay(
             DelayKind.LINEAR,
-            base=value(args.get("start", 0), ctx, 0.0),
-            step=value(args.get("increment", 1), ctx, 100.0),
+            base=value(args.get("start", 0), ctx, DEFAULTS["wait_incrementing.start"]),
+            step=value(args.get("increment", 1), ctx, DEFAULTS["wait_incrementing.increment"]),
             cap=value(args.get("max", 2), ctx, None),
             text=text,
         )
     if name in ("wait_exponential", "wait_random_exponential", "wait_full_jitter"):
-        multiplier = value(args.get("multiplier", 0), ctx, 1.0)
-        exp_base = value(args.get("exp_base", 2), ctx, 2.0)
+        multiplier = value(args.get("multiplier", 0), ctx, DEFAULTS["wait_exponential.multiplier"])
+        exp_base = value(args.get("exp_base", 2), ctx, DEFAULTS["wait_exponential.exp_base"])
         cap = value(args.get("max", 1), ctx, None)
         jitter = Jitter(JitterKind.FULL) if name != "wait_exponential" else Jitter()
         return Delay(DelayKind.EXPONENTIAL, base=multiplier, factor=exp_base, cap=cap, jitter=jitter, text=text)
     if name == "wait_exponential_jitter":
-        initial = value(args.get("initial", 0), ctx, 1.0)
+        initial = value(args.get("initial", 0), ctx, DEFAULTS["wait_exponential_jitter.initial"])
         cap = value(args.get("max", 1), ctx, None)
         exp_base = value(args.get("exp_base", 2), ctx, 2.0)
-        amount = value(args.get("jitter", 3), ctx, 1.0)
+        amount = value(args.get("jitter", 3), ctx, DEFAULTS["wait_exponential_jitter.jitter"])
         jitter = Jitter(JitterKind.ADDITIVE, amount) if amount != 0 else Jitter()
         return Delay(DelayKind.EXPONENTIAL, base=initial, factor=exp_base, cap=cap, jitter=jitter, text=text)
     if name in ("wait_combine",):
