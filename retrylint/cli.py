@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
     check.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from standard input")
     check.add_argument("--force-exclude", action="store_true", help="apply exclude patterns to paths named on the command line too")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes (and unsafe ones with --unsafe-fixes)")
+    check.add_argument("--unsafe-fixes", action="store_true", help="also offer and apply fixes that need a chosen number")
+    check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them (implies --fix)")
 
     rule = sub.add_parser("rule", help="show a rule's documentation")
     rule.add_argument("code", nargs="?", help="a code (RTY202) or name (fixed-delay-retry)")
@@ -120,6 +123,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if "-" in paths:
         if len(paths) > 1:
             raise UsageError("'-' (standard input) cannot be combined with other paths")
+        if args.fix or args.diff:
+            return _fix_stdin(args, settings, config, out, err)
         result = _check_stdin(args, settings, config)
     else:
         if args.stdin_filename:
@@ -128,8 +133,68 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             candidates = discover(paths, settings, config.root, force_exclude=args.force_exclude)
         except PathNotFound as exc:
             raise UsageError(f"path does not exist: {exc}") from None
+        if args.fix or args.diff:
+            return _fix_files(candidates, args, settings, config, out, err)
         result = run_files(candidates, settings, config.root)
     return report(result, args, out, err)
+
+
+def _fix_files(candidates, args: argparse.Namespace, settings, config: Config, out: TextIO, err: TextIO) -> int:
+    """--fix / --diff: fix each file, then report what remains (ruff's behaviour)."""
+    import difflib
+
+    from .runner import RunResult, _collect, display_path, fix_source, read_for_fix, write_fixed
+
+    result = RunResult()
+    fixed_total = 0
+    changed = 0
+    for candidate in candidates:
+        display = display_path(candidate.path)
+        try:
+            text, encoding, bom = read_for_fix(candidate.path)
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            from .runner import check_path
+
+            _collect(result, check_path(candidate.path, display, settings), settings, config.root)
+            continue
+        outcome = fix_source(text, display, settings, args.unsafe_fixes)
+        if outcome.fixed != outcome.original:
+            changed += 1
+            fixed_total += outcome.applied
+            if args.diff:
+                out.writelines(difflib.unified_diff(
+                    outcome.original.splitlines(keepends=True), outcome.fixed.splitlines(keepends=True),
+                    fromfile=display, tofile=display,
+                ))
+            else:
+                write_fixed(candidate.path, outcome.fixed, encoding, bom)
+        _collect(result, outcome.report, settings, config.root)
+    if args.diff:
+        if not args.quiet:
+            err.write(f"{fixed_total} fix{'es' if fixed_total != 1 else ''} would be applied to {changed} file{'s' if changed != 1 else ''}.\n")
+        return EXIT_FINDINGS if changed else EXIT_CLEAN
+    return report(result, args, out, err, fixed=fixed_total)
+
+
+def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, err: TextIO) -> int:
+    """Fix standard input and print the fixed source (as ruff does)."""
+    from .runner import fix_source
+
+    name = args.stdin_filename or "-"
+    try:
+        text = decode_source(sys.stdin.buffer.read())
+    except SourceError as exc:
+        err.write(f"retrylint: error: {name}: {exc}\n")
+        return EXIT_ERROR
+    outcome = fix_source(text, name, settings, args.unsafe_fixes)
+    if args.diff:
+        import difflib
+
+        out.writelines(difflib.unified_diff(outcome.original.splitlines(keepends=True),
+                                            outcome.fixed.splitlines(keepends=True), fromfile=name, tofile=name))
+        return EXIT_FINDINGS if outcome.fixed != outcome.original else EXIT_CLEAN
+    out.write(outcome.fixed)
+    return EXIT_FINDINGS if outcome.report.findings and not args.exit_zero else EXIT_CLEAN
 
 
 def _check_stdin(args: argparse.Namespace, settings, config: Config) -> RunResult:
@@ -146,17 +211,18 @@ def _check_stdin(args: argparse.Namespace, settings, config: Config) -> RunResul
     return run_stdin(text, name, settings, config.root)
 
 
-def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO, fixed: int = 0) -> int:
     findings = result.findings
+    unsafe = bool(getattr(args, "unsafe_fixes", False))
     if args.statistics:
         out.write(statistics(findings))
     else:
-        out.write(render(findings, args.output_format))
+        out.write(render(findings, args.output_format, unsafe))
     if not args.quiet:
         for path, notice in result.notices:
             err.write(f"retrylint: warning: {path}: {notice}\n")
         if args.output_format == "text" and not args.statistics:
-            out.write(summary(findings))
+            out.write(summary(findings, unsafe, fixed))
     for path, error in result.errors:
         err.write(f"retrylint: error: {path}: {error}\n")
     if result.errors:

@@ -16,7 +16,13 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .rules import BY_CODE, BY_NAME
-from .settings import DEFAULT_PERMANENT_EXCEPTIONS, Settings
+from .settings import (
+    DEFAULT_DEAD_LETTER_ATTEMPT_FIELDS,
+    DEFAULT_DEAD_LETTER_FIRST_RECEIVED_FIELDS,
+    DEFAULT_DEAD_LETTER_REASON_FIELDS,
+    DEFAULT_PERMANENT_EXCEPTIONS,
+    Settings,
+)
 
 CONFIG_FILES = ("pyproject.toml", "retrylint.toml", ".retrylint.toml")
 
@@ -33,7 +39,14 @@ KEYS: Dict[str, str] = {
     "permanent-exceptions": _LIST_OF_STR,
     "transient-exceptions": _LIST_OF_STR,
     "respect-gitignore": "true or false",
+    "dead-letter-pattern": "a regular expression for dead-letter queue names",
+    "dead-letter-reason-fields": _LIST_OF_STR,
+    "dead-letter-attempt-fields": _LIST_OF_STR,
+    "dead-letter-first-received-fields": _LIST_OF_STR,
 }
+
+#: The keys that add names to a default list of dead-letter context fields (RTY402).
+_FIELD_KEYS = ("dead-letter-reason-fields", "dead-letter-attempt-fields", "dead-letter-first-received-fields")
 
 
 class ConfigError(Exception):
@@ -56,6 +69,10 @@ class Config:
     permanent_exceptions: List[str] = field(default_factory=list)
     transient_exceptions: List[str] = field(default_factory=list)
     respect_gitignore: bool = True
+    dead_letter_pattern: Optional[str] = None
+    dead_letter_reason_fields: List[str] = field(default_factory=list)
+    dead_letter_attempt_fields: List[str] = field(default_factory=list)
+    dead_letter_first_received_fields: List[str] = field(default_factory=list)
 
 
 def find_config(start: Path) -> Optional[Path]:
@@ -131,6 +148,12 @@ def _from_table(table: Dict[str, Any], where: str, path: Optional[Path]) -> Conf
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be {expected}, got {value!r}")
             config.respect_gitignore = value
+        elif key == "dead-letter-pattern":
+            config.dead_letter_pattern = _dead_letter_pattern(value, f"{where}: {key}")
+    for key in _FIELD_KEYS:
+        for name in getattr(config, key.replace("-", "_")):
+            if not any(c.isalnum() for c in name):
+                raise ConfigError(f"{where}: {key} must name fields (letters or digits), got {name!r}")
     # Validate codes now, so that a typo in the file is reported with the file's name.
     for key in ("select", "ignore", "extend-select"):
         values = getattr(config, key.replace("-", "_"))
@@ -139,6 +162,20 @@ def _from_table(table: Dict[str, Any], where: str, path: Optional[Path]) -> Conf
     for pattern, codes in config.per_file_ignores.items():
         expand_codes(codes, f"{where} per-file-ignores[{pattern!r}]")
     return config
+
+
+def _dead_letter_pattern(value: Any, where: str) -> str:
+    import re
+
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where} must be {KEYS['dead-letter-pattern']} (a non-empty string), got {value!r}")
+    try:
+        compiled = re.compile(value, re.IGNORECASE)
+    except re.error as exc:
+        raise ConfigError(f"{where} is not a valid regular expression ({exc}): {value!r}") from None
+    if compiled.search("") is not None:
+        raise ConfigError(f"{where} matches every name (it matches the empty string): {value!r}")
+    return value
 
 
 def _closest(key: str, choices: Iterable[str]) -> Optional[str]:
@@ -193,7 +230,13 @@ def resolve(
         respect_gitignore=config.respect_gitignore,
         permanent_exceptions=DEFAULT_PERMANENT_EXCEPTIONS + tuple(config.permanent_exceptions),
         transient_exceptions=tuple(config.transient_exceptions),
+        dead_letter_reason_fields=DEFAULT_DEAD_LETTER_REASON_FIELDS + tuple(config.dead_letter_reason_fields),
+        dead_letter_attempt_fields=DEFAULT_DEAD_LETTER_ATTEMPT_FIELDS + tuple(config.dead_letter_attempt_fields),
+        dead_letter_first_received_fields=DEFAULT_DEAD_LETTER_FIRST_RECEIVED_FIELDS
+        + tuple(config.dead_letter_first_received_fields),
     )
+    if config.dead_letter_pattern is not None:
+        settings = replace(settings, dead_letter_pattern=config.dead_letter_pattern)
     if config.max_delay is not None:
         settings = replace(settings, max_delay=config.max_delay)
     return settings

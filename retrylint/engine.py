@@ -15,6 +15,7 @@ import libcst as cst
 from .extract import extract_dead_letters, extract_policies, triggers
 from .extract.context import ModuleContext
 from .extract.waits import find_sleepers
+from .fixes import Fix, Fixer
 from .model import Location, RetryPolicy
 from .narrowing import may_hold_sites, narrow
 from .noqa import parse_suppressions
@@ -31,6 +32,7 @@ class Finding:
     path: str
     location: Location
     url: str
+    fix: Optional[Fix] = None
 
 
 @dataclass
@@ -141,20 +143,36 @@ def check_source(
         report.dead_letters = dead_letters
     suppressions = parse_suppressions(text)
     enabled = settings.enabled
+    fixer = Fixer(ctx)
     for rule_class in rules if rules is not None else RULES:
         if rule_class.code not in enabled or rule_class is SyntaxErrorRule:
             continue
         rule = rule_class()
-        diagnostics = [d for policy in policies for d in rule.check(policy, settings)]
-        diagnostics += [d for operation in dead_letters for d in rule.check_dead_letter(operation, settings)]
-        for diagnostic in diagnostics:
+        diagnostics = []
+        for policy in policies:
+            fix = None
+            for index, diagnostic in enumerate(rule.check(policy, settings)):
+                if index == 0:
+                    fix = _fix(rule, policy, fixer)
+                diagnostics.append((diagnostic, fix if index == 0 else None))
+        diagnostics += [(d, None) for operation in dead_letters for d in rule.check_dead_letter(operation, settings)]
+        for diagnostic, fix in diagnostics:
             if suppressions.suppresses(rule_class.code, diagnostic.noqa_lines):
                 continue
             report.findings.append(
-                Finding(rule_class.code, rule_class.name, diagnostic.message, display, diagnostic.location, rule_class.url())
+                Finding(rule_class.code, rule_class.name, diagnostic.message, display, diagnostic.location,
+                        rule_class.url(), fix)
             )
     report.findings.sort(key=lambda f: (f.location.line, f.location.column, f.code))
     return report
+
+
+def _fix(rule: Rule, policy: RetryPolicy, fixer: Fixer) -> Optional[Fix]:
+    """A rule's fix; a fix that fails to build is dropped, never a crash."""
+    try:
+        return rule.fix(policy, fixer)
+    except Exception:  # noqa: BLE001 - a missing fix is better than a failed run
+        return None
 
 
 def parse(text: str, display: str):

@@ -55,7 +55,11 @@ def schedule_line(policy: RetryPolicy) -> str:
     laid = schedule(policy)
     if not laid.ranges:
         return "no retries"
-    parts = ", ".join(_range_text(r) for r in laid.ranges)
+    texts = [_range_text(r) for r in laid.ranges]
+    if len(texts) > 12:
+        # A long schedule (a deadline with short delays): its start, its end and its length.
+        texts = texts[:8] + [f"… ({len(laid.ranges)} retries) …"] + texts[-2:]
+    parts = ", ".join(texts)
     if not laid.complete:
         return f"{parts}, … s (never stops)" if policy.bound.unbounded else f"{parts}, … s"
     total = format_seconds(laid.total_worst)

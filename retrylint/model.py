@@ -11,8 +11,8 @@ Rules never guess from an unknown value.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
-from typing import Optional, Tuple, Union
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional, Tuple, Union
 
 
 class _Unknown:
@@ -242,6 +242,10 @@ class RetryPolicy:
     #: The operation retried, as source text, where one call stands out.
     operation: str = ""
     is_async: bool = False
+    #: The syntax nodes behind the site (the configuring call, the sleep call), for
+    #: ``--fix``. Not part of the model's value.
+    anchor: Any = field(default=None, compare=False, repr=False)
+    delay_anchor: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_library(self) -> bool:
@@ -282,6 +286,14 @@ class DeadLetterOperation:
     header_lines: Tuple[int, ...] = ()
     extent: Optional[Location] = None
     description: str = ""
+    #: For a replay: the header of the loop that moves the dead letters (``for``/``while``
+    #: up to its colon); None when one call moves them (SQS ``start_message_move_task``).
+    loop_location: Optional[Location] = None
+    #: The replay loop as the code writes it, for messages (``while True``).
+    loop_text: str = ""
+    #: Why it is automatic or human-triggered, for messages: "in `requeue`, a pika
+    #: consumer callback on `orders.dlq` (line 12)".
+    trigger_detail: str = ""
 
 
 __all__ = [

@@ -15,17 +15,51 @@ from .rules import BY_CODE
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def text(findings: Sequence[Finding]) -> str:
+def _marker(finding: Finding, unsafe: bool) -> str:
+    if finding.fix is not None and (finding.fix.safety == "safe" or unsafe):
+        return "[*] "
+    return ""
+
+
+def text(findings: Sequence[Finding], unsafe: bool = False) -> str:
     return "".join(
-        f"{f.path}:{f.location.line}:{f.location.column}: {f.code} {f.message}\n" for f in findings
+        f"{f.path}:{f.location.line}:{f.location.column}: {f.code} {_marker(f, unsafe)}{f.message}\n" for f in findings
     )
 
 
-def summary(findings: Sequence[Finding]) -> str:
+def summary(findings: Sequence[Finding], unsafe: bool = False, fixed: int = 0) -> str:
+    lines = []
+    if fixed:
+        lines.append(f"Fixed {fixed} error{'s' if fixed != 1 else ''}.")
     if not findings:
-        return "All checks passed!\n"
+        lines.append("All checks passed!" if not fixed else "No errors remain.")
+        return "\n".join(lines) + "\n"
     n = len(findings)
-    return f"Found {n} error{'s' if n != 1 else ''}.\n"
+    lines.append(f"Found {n} error{'s' if n != 1 else ''}{' remaining' if fixed else ''}.")
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.safety == "safe")
+    hidden = sum(1 for f in findings if f.fix is not None and f.fix.safety == "unsafe")
+    if safe or (unsafe and hidden):
+        lines.append(f"[*] {safe + (hidden if unsafe else 0)} fixable with the `--fix` option.")
+    if hidden and not unsafe:
+        lines.append(f"({hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option.)")
+    return "\n".join(lines) + "\n"
+
+
+def _fix_json(finding: Finding):
+    if finding.fix is None:
+        return None
+    return {
+        "applicability": finding.fix.safety,
+        "message": finding.fix.message,
+        "edits": [
+            {
+                "content": e.content,
+                "location": {"column": e.column, "row": e.line},
+                "end_location": {"column": e.end_column, "row": e.end_line},
+            }
+            for e in finding.fix.edits
+        ],
+    }
 
 
 def statistics(findings: Sequence[Finding]) -> str:
@@ -51,7 +85,7 @@ def to_json(findings: Sequence[Finding]) -> str:
             "code": f.code,
             "end_location": {"column": f.location.end_column, "row": f.location.end_line},
             "filename": _absolute(f.path),
-            "fix": None,
+            "fix": _fix_json(f),
             "location": {"column": f.location.column, "row": f.location.line},
             "message": f.message,
             "noqa_row": f.location.line,
@@ -161,11 +195,11 @@ def to_github(findings: Sequence[Finding]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def render(findings: Sequence[Finding], fmt: str) -> str:
+def render(findings: Sequence[Finding], fmt: str, unsafe: bool = False) -> str:
     if fmt == "json":
         return to_json(findings)
     if fmt == "sarif":
         return to_sarif(findings)
     if fmt == "github":
         return to_github(findings)
-    return text(findings)
+    return text(findings, unsafe)

@@ -119,30 +119,52 @@ def retries_for_schedule(policy: RetryPolicy) -> Tuple[Optional[int], bool]:
 
 
 def schedule(policy: RetryPolicy, preview: int = UNBOUNDED_PREVIEW) -> Schedule:
-    """Lay out every retry's delay; stop at a known deadline; preview an unbounded one."""
+    """Lay out every retry's delay; stop at a known deadline; preview an unbounded one.
+
+    Under a deadline, retries are counted with the expected delays (full jitter can draw
+    delays near zero, but not on average), and the total wait is at most the deadline.
+    """
     retries, complete = retries_for_schedule(policy)
     deadline = policy.bound.deadline
-    # A deadline alone ends the schedule once the waits reach it; look far enough ahead.
-    limit = retries if retries is not None else (1000 if known(deadline) else preview)
     ranges: List[DelayRange] = []
     waited = 0.0
     previous: Optional[DelayRange] = None
-    for k in range(1, limit + 1):
-        r = delay_range(policy.delay, k, previous)
-        if known(deadline) and known(r.low) and waited >= float(deadline):  # type: ignore[arg-type]
+    k = 0
+    while True:
+        k += 1
+        if retries is not None and k > retries:
+            break
+        if known(deadline) and waited >= float(deadline):  # type: ignore[arg-type]
             complete = True
             break
+        if retries is None and not known(deadline) and k > preview:
+            break
+        if k > 10_000:
+            break
+        r = delay_range(policy.delay, k, previous)
         ranges.append(r)
         previous = r
-        if known(r.low):
-            waited += float(r.low)  # type: ignore[arg-type]
+        step = r.expected if known(r.expected) else r.low
+        if not known(step):
+            if known(deadline):
+                break  # cannot tell how many retries fit
+            continue
+        if known(deadline) and float(step) <= 0 and k > 1000:  # type: ignore[arg-type]
+            break
+        waited += float(step)  # type: ignore[arg-type]
+    total_worst = _sum(r.high for r in ranges) if complete else (INF if policy.bound.unbounded else UNKNOWN)
+    if complete and known(deadline) and known(total_worst):
+        total_worst = min(float(total_worst), float(deadline))  # type: ignore[arg-type]
+    total_expected = _sum(r.expected for r in ranges) if complete else (INF if policy.bound.unbounded else UNKNOWN)
+    if complete and known(deadline) and known(total_expected):
+        total_expected = min(float(total_expected), float(deadline))  # type: ignore[arg-type]
     return Schedule(
         ranges=tuple(ranges),
         complete=complete,
         retries=retries,
         largest=_max(r.high for r in ranges) if ranges else 0.0,
-        total_worst=_sum(r.high for r in ranges) if complete else (INF if policy.bound.unbounded else UNKNOWN),
-        total_expected=_sum(r.expected for r in ranges) if complete else (INF if policy.bound.unbounded else UNKNOWN),
+        total_worst=total_worst,
+        total_expected=total_expected,
     )
 
 

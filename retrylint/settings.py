@@ -52,6 +52,30 @@ DEFAULT_PERMANENT_EXCEPTIONS: Tuple[str, ...] = (
 )
 
 
+#: What names a dead-letter queue (RETRY_DOCTRINE.md §4), searched case-insensitively in
+#: queue names, topic names, routing keys and the names of variables that hold them:
+#: ``orders-dlq``, ``orders.DLQ``, ``DEAD_LETTER_QUEUE_URL``, ``deadletter``, a RabbitMQ
+#: dead-letter exchange (``dlx``), Service Bus ``orders/$DeadLetterQueue``, Azure's
+#: ``-poison`` queues and parking-lot queues.
+DEFAULT_DEAD_LETTER_PATTERN = r"dlq|dlx|dead[-_. ]?letter|poison|parking[-_. ]?lot"
+
+#: Names under which a dead letter carries its context (RTY402). A payload key, header,
+#: attribute or variable name carries a field when the field's words appear in it in
+#: order: ``error_message`` carries ``error``, ``ApproximateReceiveCount`` carries
+#: ``receive_count``, ``x-first-seen-at`` carries ``first_seen``.
+DEFAULT_DEAD_LETTER_REASON_FIELDS: Tuple[str, ...] = (
+    "reason", "error", "errors", "err", "exception", "exc", "status", "cause", "failure", "traceback", "fault",
+)
+DEFAULT_DEAD_LETTER_ATTEMPT_FIELDS: Tuple[str, ...] = (
+    "attempts", "attempt", "retries", "retry", "tries", "delivery_count", "receive_count",
+    "redeliveries", "redelivery_count",
+)
+DEFAULT_DEAD_LETTER_FIRST_RECEIVED_FIELDS: Tuple[str, ...] = (
+    "first_received", "first_seen", "received_at", "enqueued_at", "enqueued_time", "first_attempt",
+    "first_failed", "first_failure", "original_timestamp",
+)
+
+
 @dataclass(frozen=True)
 class Settings:
     #: Codes whose findings are reported.
@@ -64,6 +88,11 @@ class Settings:
     exclude: Tuple[str, ...] = ()
     extend_exclude: Tuple[str, ...] = ()
     respect_gitignore: bool = True
+    #: A regular expression (case-insensitive) for dead-letter queue names (RTY4xx).
+    dead_letter_pattern: str = DEFAULT_DEAD_LETTER_PATTERN
+    dead_letter_reason_fields: Tuple[str, ...] = DEFAULT_DEAD_LETTER_REASON_FIELDS
+    dead_letter_attempt_fields: Tuple[str, ...] = DEFAULT_DEAD_LETTER_ATTEMPT_FIELDS
+    dead_letter_first_received_fields: Tuple[str, ...] = DEFAULT_DEAD_LETTER_FIRST_RECEIVED_FIELDS
 
     def is_permanent(self, qualified_name: str) -> bool:
         if _matches(qualified_name, self.transient_exceptions):

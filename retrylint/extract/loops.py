@@ -198,7 +198,7 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     counters = dict(iteration.counters)
     counters.update(find_counters(writes, ctx, loop))
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
-    delay, delay_location, immediate = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
+    delay, delay_location, immediate, delay_anchor = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
     errors = _errors(retry_trys, ctx)
     statuses = _statuses(status, retry_trys, ctx)
 
@@ -216,6 +216,8 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         header_lines=tuple(location.lines),
         delay_location=delay_location,
         immediate_on=immediate,
+        anchor=loop,
+        delay_anchor=delay_anchor,
         extent=ctx.location(loop),
         description=_describe(loop, ctx),
         operation=ctx.code(operation.func) if isinstance(operation, cst.Call) else "",
@@ -819,7 +821,7 @@ def _delay(
     sleeps: List[Sleep],
     retry_trys: List[TryAnalysis],
     status: Optional[StatusSite],
-) -> Tuple[Delay, Optional[Location], Tuple[str, ...]]:
+) -> Tuple[Delay, Optional[Location], Tuple[str, ...], Optional[cst.Call]]:
     """The delay before the next attempt, path by path.
 
     Paths that disagree make the schedule unknown; the failures retried with no delay
@@ -872,13 +874,15 @@ def _delay(
         delay, sleep = combine_delays([(classify(s.delay, env_for(s)), s) for s in path])
         delays.append((delay, sleep))
     if not delays:
-        return NO_DELAY, None, ()
+        return NO_DELAY, None, (), None
     first, sleep = delays[0]
     if all(_same_schedule(d, first) for d, _ in delays[1:]):
         honours = any(d.honours_retry_after for d, _ in delays)
         where = ctx.location(sleep.call) if sleep is not None else None
-        return replace(first, honours_retry_after=honours), where, ()
-    return Delay(DelayKind.UNKNOWN, text=first.text), None, tuple(dict.fromkeys(immediate))
+        sleeps_used = {id(s.call) for _, s in delays if s is not None}
+        anchor = sleep.call if sleep is not None and len(sleeps_used) == 1 else None
+        return replace(first, honours_retry_after=honours), where, (), anchor
+    return Delay(DelayKind.UNKNOWN, text=first.text), None, tuple(dict.fromkeys(immediate)), None
 
 
 def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: ModuleContext) -> List[Sleep]:

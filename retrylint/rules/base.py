@@ -7,7 +7,12 @@ import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Iterable, Optional, Sequence, Tuple
 
+from typing import TYPE_CHECKING
+
 from ..model import DeadLetterOperation, Location, RetryPolicy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..fixes import Fix, Fixer
 from ..settings import Settings
 
 DOCS_URL = "https://retrylint.readthedocs.io/en/latest/rules/{code}/"
@@ -60,6 +65,10 @@ class Rule:
     def check_dead_letter(self, operation: DeadLetterOperation, settings: Settings) -> Iterable[Diagnostic]:
         """Judge a dead-letter-queue operation (DLQ rules override this)."""
         return ()
+
+    def fix(self, policy: RetryPolicy, fixer: "Fixer") -> "Optional[Fix]":
+        """A fix for this rule's finding on ``policy``, when there is a safe or unsafe one."""
+        return None
 
     # ------------------------------------------------------------ helpers
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 from ..describe import delay_phrase
+import libcst as cst
+
+from ..fixes import UNSAFE, Fix, Fixer
 from ..model import RetryPolicy
+from .library_fixes import DEFAULT_ATTEMPTS, add_tenacity_argument, call_of, set_argument
 from ..settings import Settings
 from .base import Diagnostic, Invalid, Rule, Valid
 
@@ -57,6 +61,13 @@ class UnboundedRetryPolicy(Rule):
     )
     def fetch(url): ...
     ```
+
+    ## Fix safety
+    Unsafe only (`--unsafe-fixes`): the limit is a number the code does not have,
+    6 attempts (or 120 s for google-api-core's timeout) by default. tenacity gets
+    `stop=stop_after_attempt(6)`, backoff `max_tries=6`, the retry package
+    `tries=6`, stamina `attempts=10`, google-api-core `timeout=120.0`, celery and
+    dramatiq `max_retries=5`.
     """
 
     code = "RTY102"
@@ -222,6 +233,28 @@ class UnboundedRetryPolicy(Rule):
             line=3,
         ),
     ]
+
+    def fix(self, policy: RetryPolicy, fixer: Fixer) -> Optional[Fix]:
+        n = DEFAULT_ATTEMPTS
+        source = policy.source
+        if source == "tenacity":
+            return add_tenacity_argument(policy, fixer, "stop", "stop_after_attempt", str(n),
+                                         f"stop after {n} attempts")
+        simple = {
+            "backoff": ("max_tries", str(n)),
+            "retry": ("tries", str(n)),
+            "stamina": ("attempts", "10"),
+            "google-api-core": ("timeout", "120.0"),
+            "celery": ("max_retries", str(n - 1)),
+            "dramatiq": ("max_retries", str(n - 1)),
+        }
+        if source in simple:
+            keyword, value = simple[source]
+            call = call_of(policy)
+            if source == "celery" and call is not None and fixer.keyword(call, "max_retries") is None:
+                return None  # self.retry(...) without max_retries: the task's option decides
+            return set_argument(policy, fixer, keyword, value, f"set `{keyword}={value}`")
+        return None
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
         if not policy.is_library or not policy.bound.unbounded:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 from ..describe import bound_phrase
+from ..fixes import Fix, Fixer
 from ..model import DelayKind, RetryPolicy, known
+from .library_fixes import add_tenacity_argument, set_argument
 from ..settings import Settings
 from .advice import advice
 from .base import Diagnostic, Invalid, Rule, Valid
@@ -32,6 +34,11 @@ class ImmediateRetry(Rule):
     microseconds between two attempts. Immediate retries multiply the load on a
     downstream at the moment it can least take it, and burn the attempt budget
     before the downstream had any chance to recover.
+
+    ## Fix safety
+    Unsafe only (`--unsafe-fixes`, a delay is a number the code does not have):
+    urllib3 `Retry` gets `backoff_factor=0.5`; tenacity gets
+    `wait=wait_random_exponential(multiplier=0.5, max=20)`.
 
     ## Example
     ```python
@@ -270,6 +277,16 @@ class ImmediateRetry(Rule):
             message="`ConnectionResetError` immediately",
         ),
     ]
+
+    def fix(self, policy: RetryPolicy, fixer: Fixer) -> Optional[Fix]:
+        if policy.delay.kind is not DelayKind.NONE:
+            return None
+        if policy.source == "urllib3":
+            return set_argument(policy, fixer, "backoff_factor", "0.5", "back off: `backoff_factor=0.5`")
+        if policy.source == "tenacity":
+            return add_tenacity_argument(policy, fixer, "wait", "wait_random_exponential", "multiplier=0.5, max=20",
+                                         "wait with full jitter: `wait_random_exponential(multiplier=0.5, max=20)`")
+        return None
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
         if known(policy.bound.attempts) and float(policy.bound.attempts) <= 2:  # type: ignore[arg-type]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
+import libcst as cst
+
+from ..fixes import SAFE, UNSAFE, Fix, Fixer, first_call
 from ..model import JitterKind, RetryPolicy, known
+from .library_fixes import call_of, rename, set_argument, tenacity_wait_call
 from ..settings import Settings
 from .advice import advice
 from .base import Diagnostic, Invalid, Rule, Valid
@@ -60,6 +64,16 @@ class BackoffWithoutJitter(Rule):
     ```python
     time.sleep(random.uniform(0, min(30, 2 ** attempt)))  # full jitter
     ```
+
+    ## Fix safety
+    Safe (`--fix`): tenacity `wait_exponential(...)` becomes
+    `wait_random_exponential(...)` with the same arguments (the import is extended);
+    backoff's `jitter=None` is removed (full jitter is backoff's default); redis
+    `ExponentialBackoff(...)` becomes `FullJitterBackoff(...)`.
+    Unsafe (`--unsafe-fixes`, they change the average delay or need a number):
+    urllib3 gets `backoff_jitter=1.0`, retrying `wait_jitter_max=1000`, the retry
+    package `jitter=(0, 1)`, and a hand-written `sleep(d)` becomes
+    `sleep(random.uniform(0, d))` (adding `import random`).
     """
 
     code = "RTY203"
@@ -292,6 +306,41 @@ class BackoffWithoutJitter(Rule):
             line=9,
         ),
     ]
+
+    def fix(self, policy: RetryPolicy, fixer: Fixer) -> Optional[Fix]:
+        source = policy.source
+        if source == "tenacity":
+            target = tenacity_wait_call(policy, fixer, ["wait_exponential"])
+            if target is not None:
+                return rename(fixer, target, "wait_random_exponential", "tenacity",
+                              "use `wait_random_exponential` (full jitter) with the same arguments")
+        if source == "backoff":
+            call = call_of(policy)
+            if call is not None and fixer.keyword(call, "jitter") is not None:
+                edit = fixer.remove_keyword(call, "jitter")
+                return Fix(SAFE, "remove `jitter=None` (backoff's default is full jitter)", (edit,)) if edit else None
+        if source == "redis":
+            target = first_call(call_of(policy), fixer.ctx, {"redis.backoff.ExponentialBackoff"})
+            if target is not None:
+                return rename(fixer, target, "FullJitterBackoff", "redis.backoff", "use `FullJitterBackoff` (same cap and base)")
+        if source == "urllib3":
+            return set_argument(policy, fixer, "backoff_jitter", "1.0", "add `backoff_jitter=1.0`")
+        if source == "retrying":
+            return set_argument(policy, fixer, "wait_jitter_max", "1000", "add `wait_jitter_max=1000` (ms)")
+        if source == "retry":
+            return set_argument(policy, fixer, "jitter", "(0, 1)", "add `jitter=(0, 1)`")
+        if source in ("loop", "recursion") and isinstance(policy.delay_anchor, cst.Call):
+            sleep = policy.delay_anchor
+            if len(sleep.args) == 1 and sleep.args[0].keyword is None and not sleep.args[0].star:
+                argument = sleep.args[0].value
+                random_name = fixer.module_alias(sleep, "random")
+                edits = [fixer.replace(argument, f"{random_name or 'random'}.uniform(0, {fixer.render(argument)})")]
+                if random_name is None:
+                    import_edit = fixer.ensure_module_import("random")
+                    if import_edit is not None:
+                        edits.append(import_edit)
+                return Fix(UNSAFE, "draw the delay with full jitter: `random.uniform(0, delay)`", tuple(edits))
+        return None
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
         delay = policy.delay

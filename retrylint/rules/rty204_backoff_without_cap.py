@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Iterable, Optional
 
+from ..fixes import UNSAFE, Fix, Fixer
 from ..model import RetryPolicy, known
+from .library_fixes import DEFAULT_CAP, set_argument, tenacity_wait_call
 from ..schedule import INF, format_seconds, largest_reachable_delay
 from ..settings import Settings
 from .advice import advice
@@ -54,6 +56,11 @@ class BackoffWithoutCap(Rule):
         ...
         time.sleep(random.uniform(0, min(20, 2 ** attempt)))
     ```
+
+    ## Fix safety
+    Unsafe only (`--unsafe-fixes`): the cap is a number the code does not have,
+    20 s by default. tenacity waits get `max=20`, backoff gets `max_value=20`,
+    retrying `wait_exponential_max=20000`, the retry package `max_delay=20`.
     """
 
     code = "RTY204"
@@ -258,6 +265,19 @@ class BackoffWithoutCap(Rule):
             line=8,
         ),
     ]
+
+    def fix(self, policy: RetryPolicy, fixer: Fixer) -> Optional[Fix]:
+        cap = DEFAULT_CAP
+        if policy.source == "tenacity":
+            wait = tenacity_wait_call(policy, fixer, ["wait_exponential", "wait_random_exponential", "wait_exponential_jitter"])
+            if wait is not None and fixer.keyword(wait, "max") is None:
+                return Fix(UNSAFE, f"cap the wait: `max={cap}`", (fixer.add_keyword(wait, "max", str(cap)),))
+            return None
+        keyword = {"backoff": "max_value", "retrying": "wait_exponential_max", "retry": "max_delay"}.get(policy.source)
+        if keyword is None:
+            return None
+        value = str(cap * 1000) if policy.source == "retrying" else str(cap)
+        return set_argument(policy, fixer, keyword, value, f"cap the delay: `{keyword}={value}`")
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
         delay = policy.delay

@@ -196,6 +196,7 @@ def build(
         description=description,
         operation=target,
         is_async=bool(function is not None and function.asynchronous is not None),
+        anchor=node,
     )
 
 
