@@ -255,7 +255,7 @@ def compute_spans(labels: list[Label], corpus: Path) -> dict[tuple[str, int], tu
         if lb.file not in trees:
             path = corpus / lb.file
             try:
-                trees[lb.file] = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+                trees[lb.file] = ast.parse(path.read_text(encoding="utf-8-sig"), filename=str(path))
             except (OSError, SyntaxError, UnicodeDecodeError) as exc:
                 trees[lb.file] = None
                 errors.append(f"{lb.file}: cannot parse ({exc})")
