@@ -15,7 +15,7 @@ from typing import Callable, List
 
 from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
-from . import loops, recursion
+from . import dead_letters, loops, recursion
 from .context import ModuleContext
 from .libraries import LIBRARIES
 
@@ -39,7 +39,9 @@ EXTRACTORS: List[Extractor] = [
     Extractor("recursion", recursion.extract_recursions, recursion.TRIGGER),
 ] + [Extractor(name, module.extract, module.TRIGGER) for name, module in LIBRARIES]
 
-DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = []
+DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = [
+    DeadLetterExtractor("dead-letters", dead_letters.extract_dead_letters, dead_letters.TRIGGER),
+]
 
 
 def triggers() -> List[Trigger]:

@@ -19,6 +19,7 @@ Families: ``sqs`` (boto3, aiobotocore, aioboto3), ``rabbitmq`` (pika, aio-pika),
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
@@ -192,6 +193,11 @@ ITERABLE_CONSUMERS: Dict[str, str] = {
     "consume": "inactivity_timeout",
 }
 
+#: Types of received messages (their last qualified-name segment, in a family's package).
+_MESSAGE_TYPE = re.compile(r"Message$|Record$|Deliver")
+_ACKS = frozenset({"ack", "nack", "reject", "process", "modify_ack_deadline", "requeue"})
+_SETTLES = frozenset({"complete_message", "abandon_message", "defer_message", "renew_message_lock", "commit"})
+
 CELERY_TASK_METHODS = frozenset({"delay", "apply_async", "send_task"})
 _CELERY_DECORATORS = frozenset({"celery.shared_task", "celery.task", "celery.app.shared_task"})
 
@@ -314,7 +320,7 @@ class Brokers:
         if spec.batch is not None:
             count = _arg(call, spec.batch)
             if method == "lrange":
-                bounded = number(count) is not None and number(count) != -1  # lrange(name, 0, -1): the whole list
+                bounded = count is not None and number(count) != -1  # lrange(name, 0, -1): the whole list
             elif count is None:
                 bounded = spec.bounded_by_default
         if family == PUBSUB and method == "pull":
@@ -468,7 +474,14 @@ class Brokers:
                 continue
             method = last_name(node.func)
             if method in OBJECT_QUEUE_ARGS:
-                return self.names.classify_all(_args(node, OBJECT_QUEUE_ARGS[method]))
+                queue = self.names.classify_all(_args(node, OBJECT_QUEUE_ARGS[method]))
+                sub_queue = _arg(node, ("sub_queue", None))
+                if sub_queue is not None and self.names.classify(sub_queue).is_dlq:
+                    # Service Bus: the dead-letter sub-queue of a queue or subscription.
+                    named = [a for a in OBJECT_QUEUE_ARGS[method] if a[0] != "sub_queue"]
+                    names = [self.names.display(e) for e in _args(node, named)]
+                    return QueueRef(queue.kind, "/".join(names) + "/$DeadLetterQueue")
+                return queue
             if method in _TOPIC_CONSUMERS and call_args(node)[0]:
                 return self.names.classify_all(call_args(node)[0])
         subscribed = self._subscriptions(expr)
@@ -499,9 +512,9 @@ class Brokers:
     def iterable_consumer(self, expr: cst.BaseExpression) -> Optional[Tuple[str, QueueRef, bool]]:
         """An object that yields messages when iterated: (family, source, stops by itself)."""
         expr = unwrap_await(expr)
-        chain = self.origin(expr) if not isinstance(expr, cst.Call) else [expr] + (
-            self.origin(expr.func.value) if isinstance(expr.func, cst.Attribute) else []
-        )
+        # A call is iterated for what it returns (channel.consume(...), queue.iterator()), a name
+        # for the object it holds (a KafkaConsumer, a Service Bus receiver).
+        chain = [expr] if isinstance(expr, cst.Call) else self.origin(expr)
         for node in chain:
             if not isinstance(node, cst.Call):
                 continue
@@ -535,6 +548,37 @@ class Brokers:
                     if isinstance(member, cst.FunctionDef) and member.name.value == expr.attr.value:
                         return member
         return None
+
+    def message_parameters(self, func: cst.FunctionDef) -> List[str]:
+        """Parameters that hold a received message: typed as one (``message: IncomingMessage``,
+        ``msg: confluent_kafka.Message``), acknowledged (``message.ack()``,
+        ``receiver.complete_message(msg)``), or all the parameters of a pika callback that
+        acknowledges ``method.delivery_tag``."""
+        params = [p for p in func.params.params + func.params.posonly_params + func.params.kwonly_params]
+        names = {p.name.value for p in params}
+        out = []
+        for param in params:
+            if param.annotation is not None:
+                qualified = self.ctx.qualified_names(param.annotation.annotation)
+                if any(
+                    _MESSAGE_TYPE.search(q.rsplit(".", 1)[-1]) and any(_under(q, pk) for pk in PACKAGES.values())
+                    for q in qualified
+                ):
+                    out.append(param.name.value)
+        for node in walk(func.body):
+            if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+                continue
+            method = node.func.attr.value
+            receiver = dotted_name(node.func.value)
+            if method in _ACKS and receiver in names:
+                out.append(receiver)  # type: ignore[arg-type]
+            elif method in _SETTLES:
+                out += [a.value.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in names]
+            elif method in ("basic_ack", "basic_nack", "basic_reject"):
+                tag = dotted_name(_arg(node, ("delivery_tag", 0)))
+                if tag and tag.split(".")[0] in names:
+                    return [p.name.value for p in params if p.name.value not in ("self", "cls")]
+        return list(dict.fromkeys(out))
 
     # ------------------------------------------------------------ celery
 
@@ -632,8 +676,6 @@ def _under(name: str, packages: Iterable[str]) -> bool:
 
 
 def _matches(hint: str, name: str) -> bool:
-    import re
-
     return bool(re.search(hint, name))
 
 

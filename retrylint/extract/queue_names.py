@@ -129,10 +129,30 @@ class QueueNames:
         return QueueRef(kind, " / ".join(dict.fromkeys(s for s in shown if s)))
 
     def display(self, expr: cst.CSTNode) -> str:
+        """The queue for messages: a literal's value, a list's names, the name a path helper
+        is given (``topic_path(project, "orders")`` → ``orders``), else the source text."""
         expr = unwrap_await(expr) if isinstance(expr, cst.BaseExpression) else expr
         if isinstance(expr, cst.SimpleString):
             value = expr.evaluated_value
             return value if isinstance(value, str) else self.ctx.code(expr)
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)) and expr.elements:
+            return ", ".join(self.display(e.value) for e in expr.elements)
+        if isinstance(expr, cst.Subscript) and isinstance(unwrap_await(expr.value), cst.Call):
+            return self.display(expr.value)  # get_queue_url(QueueName="orders-dlq")["QueueUrl"]
+        if isinstance(expr, cst.Call):
+            literals = [a.value for a in expr.args if isinstance(a.value, cst.SimpleString)]
+            if literals:
+                return self.display(literals[-1])
+        if isinstance(expr, cst.Name):
+            # subscription = subscriber.subscription_path(project, "orders-dlq-sub"): show the queue's
+            # name rather than the variable's, unless the value is a long URL or ARN.
+            values = self._name_values(expr)
+            if values and len(values) == 1 and isinstance(unwrap_await(values[0]), (cst.SimpleString, cst.Call)):
+                shown = self.display(values[0])
+                if shown != self.ctx.code(values[0]) and "://" not in shown and not shown.startswith("arn:"):
+                    return shown
+                if isinstance(unwrap_await(values[0]), cst.SimpleString) and "://" not in shown and len(shown) < 40:
+                    return shown
         code = self.ctx.code(expr)
         return code if len(code) <= 60 else code[:57] + "..."
 

@@ -16,6 +16,9 @@ from .rty204_backoff_without_cap import BackoffWithoutCap
 from .rty301_retry_on_any_exception import RetryOnAnyException
 from .rty302_retry_on_permanent_status import RetryOnPermanentStatus
 from .rty303_retry_on_permanent_exception import RetryOnPermanentException
+from .rty401_dlq_auto_replay import DlqAutoReplay
+from .rty402_dead_letter_without_context import DeadLetterWithoutContext
+from .rty403_unthrottled_dlq_replay import UnthrottledDlqReplay
 
 RULES: List[Type[Rule]] = [
     SyntaxErrorRule,
@@ -29,6 +32,9 @@ RULES: List[Type[Rule]] = [
     RetryOnAnyException,
     RetryOnPermanentStatus,
     RetryOnPermanentException,
+    DlqAutoReplay,
+    DeadLetterWithoutContext,
+    UnthrottledDlqReplay,
 ]
 
 BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in RULES}

@@ -1,0 +1,515 @@
+"""Dead-letter-queue operations: writes to a DLQ and replays out of one.
+
+For every publish (or broker-side move) call that :mod:`.brokers` recognises:
+
+* the **destination** is classified by :mod:`.queue_names` (DLQ, work queue, archive,
+  unknown);
+* the **messages** of the function are followed from where they are received (a
+  ``receive_message`` response and the loops over it, a ``poll()``, a loop over a
+  consumer, the parameters of a consumer callback or of a celery task) through plain
+  assignments and ``for`` loops, so that a publish whose payload comes from a message
+  read out of a DLQ is a **replay**; any other publish to a DLQ is a **write**;
+* a write's payload is read by :mod:`.dead_letter_context` (what context it carries);
+* a replay gets its loop, whether the loop is paced (sleep, limiter, token bucket) and
+  bounded (``range(limit)``, a counter checked against a limit, one bounded receive),
+  and what runs it (:mod:`.triggers_of_work`).
+
+A DLQ copied to another DLQ (an archive) is neither. What is not known stays unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ..model import DeadLetterKind, DeadLetterOperation, Location
+from ..narrowing import Trigger
+from ..syntax import (
+    DEFERRED,
+    LOOPS,
+    call_args,
+    dotted_name,
+    is_true_literal,
+    last_name,
+    number,
+    outcomes,
+    statements,
+    unwrap_await,
+    walk,
+)
+from .brokers import (
+    ALL_METHODS,
+    FACTORY_NAMES,
+    MOVE,
+    PUBLISH,
+    PUBLISH_METHODS,
+    RECEIVE,
+    STREAM,
+    SUBSCRIBE,
+    BrokerCall,
+    Brokers,
+)
+from .context import ModuleContext
+from .dead_letter_context import ATTRIBUTES, BODY, CONTEXT_FIELDS, FieldNames, PayloadReader
+from .queue_names import UNKNOWN_QUEUE, QueueNames, QueueRef, compiled_pattern
+from .triggers_of_work import WorkTriggers, forever_loop
+from .waits import sleep_of
+
+# ---------------------------------------------------------------- narrowing
+
+_SCHEDULING_CALLS = frozenset({"add_job", "do", "add_periodic_task", "schedule", "cron", "set_defaults", "Fire"})
+_DECORATORS = frozenset(
+    {"task", "shared_task", "command", "group", "scheduled_job", "periodic_task", "db_periodic_task", "repeat",
+     "crontab", "callback"}
+)
+_CANDIDATE_CALLS = ALL_METHODS | FACTORY_NAMES | _SCHEDULING_CALLS
+_DEFAULT_DLQ = compiled_pattern(r"dlq|dlx|dead[-_. ]?letter|poison|parking[-_. ]?lot|queue|topic")
+
+
+def _candidate(node: cst.CSTNode) -> bool:
+    """What a DLQ operation, or what says how it runs, can be made of.
+
+    Broker calls (publish, receive, subscribe, clients), scheduler and CLI registrations,
+    decorators, ``while True`` loops (callers that run a replay forever) and ``self.x =``
+    assignments that name queues (read when the replay publishes to ``self.x``).
+    """
+    if isinstance(node, cst.Call):
+        return last_name(node.func) in _CANDIDATE_CALLS
+    if isinstance(node, cst.Decorator):
+        expr = node.decorator
+        return last_name(expr.func if isinstance(expr, cst.Call) else expr) in _DECORATORS
+    if isinstance(node, cst.While):
+        return forever_loop(node) or is_true_literal(node.test)
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = node.targets[0].target
+        if isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
+            value = node.value
+            if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+                return True
+            return bool(_DEFAULT_DLQ.search(target.attr.value) or _DEFAULT_DLQ.search(" ".join(
+                dotted_name(n) or "" for n in walk(value) if isinstance(n, (cst.Name, cst.Attribute))
+            )))
+    return False
+
+
+TRIGGER = Trigger(
+    text=re.compile(rb"\b(?:" + b"|".join(sorted(m.encode() for m in PUBLISH_METHODS)) + rb")\b"),
+    node=_candidate,
+)
+
+# ---------------------------------------------------------------- message flow
+
+
+@dataclass(frozen=True)
+class Received:
+    """Where the messages held by a name come from."""
+
+    source: QueueRef
+    broker: str
+    #: The receive call, the loop over a consumer, or the subscription (outside the function).
+    node: cst.CSTNode
+    #: One call returns a bounded number of messages.
+    bounded: bool = True
+
+
+class MessageFlow:
+    """Names that hold received messages, in one function (or the module's top level)."""
+
+    def __init__(self, scope: cst.CSTNode, extractor: "_Extractor") -> None:
+        self.scope = scope
+        self.x = extractor
+        self.messages: Dict[str, Received] = {}
+        if isinstance(scope, cst.FunctionDef):
+            self._parameters(scope)
+        for _ in range(2):  # assignments inside loops may feed names read earlier
+            for node in walk(scope, skip=DEFERRED):
+                if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
+                    targets = node.targets if isinstance(node, cst.Assign) else [node]
+                    received = self.source_of(node.value)
+                    if received is not None:
+                        for target in targets:
+                            self._bind(target.target, received)
+                elif isinstance(node, cst.NamedExpr):
+                    received = self.source_of(node.value)
+                    if received is not None:
+                        self._bind(node.target, received)
+                elif isinstance(node, (cst.For, cst.CompFor)):
+                    received = self.source_of_iteration(node)
+                    if received is not None:
+                        self._bind(node.target, received)
+                elif isinstance(node, cst.WithItem) and node.asname is not None:
+                    received = self.source_of(node.item)
+                    if received is not None:
+                        self._bind(node.asname.name, received)
+
+    def _parameters(self, func: cst.FunctionDef) -> None:
+        params = [p.name.value for p in func.params.params + func.params.posonly_params + func.params.kwonly_params]
+        params = [p for p in params if p not in ("self", "cls")]
+        subscription = self.x.triggers.callbacks.get(func)
+        if subscription is not None:
+            received = Received(subscription.queue, subscription.broker, subscription.call)
+        elif self.x.brokers.task_decorator(func) is not None:
+            received = Received(self.x.brokers.task_queue(func), "celery", func)
+        else:
+            # A callback registered elsewhere: its messages are known by their type or their ack,
+            # but not where they come from.
+            for name in self.x.brokers.message_parameters(func):
+                self.messages[name] = Received(UNKNOWN_QUEUE, "unknown", func)
+            return
+        for name in params:
+            self.messages[name] = received
+
+    def _bind(self, target: cst.CSTNode, received: Received) -> None:
+        for node in walk(target):
+            if isinstance(node, cst.Name):
+                self.messages.setdefault(node.value, received)
+
+    def source_of(self, expr: cst.BaseExpression) -> Optional[Received]:
+        expr = unwrap_await(expr)
+        if isinstance(expr, cst.Call):
+            recognised = self.x.recognised(expr)
+            if recognised is not None and recognised.role == RECEIVE:
+                source = recognised.queue
+                if not source.known and isinstance(expr.func, cst.Attribute):
+                    source = self.x.brokers.queue_of_object(expr.func.value)
+                return Received(source, recognised.broker, expr, recognised.bounded)
+        return self.mentioned(expr)
+
+    def source_of_iteration(self, loop: cst.CSTNode) -> Optional[Received]:
+        iterated = _iterated(loop.iter)  # type: ignore[attr-defined]
+        received = self.source_of(iterated)
+        if received is not None:
+            return received
+        consumer = self.x.brokers.iterable_consumer(iterated)
+        if consumer is not None:
+            family, source, _ = consumer
+            return Received(source, family, loop, bounded=False)
+        return None
+
+    def mentioned(self, expr: cst.CSTNode) -> Optional[Received]:
+        for node in walk(expr, skip=DEFERRED):
+            if isinstance(node, cst.Name) and node.value in self.messages and self._is_local(node):
+                return self.messages[node.value]
+        return None
+
+    def _is_local(self, name: cst.Name) -> bool:
+        # Attribute names (``msg.body``'s ``body``) are not variables.
+        parent = self.x.ctx.parent(name)
+        return not (isinstance(parent, cst.Attribute) and parent.attr is name)
+
+    def is_message(self, name: cst.CSTNode) -> bool:
+        return isinstance(name, cst.Name) and name.value in self.messages and self._is_local(name)
+
+
+# ---------------------------------------------------------------- limits of a replay
+
+_LIMITISH = re.compile(r"limit|max(?!_?wait)|budget|quota|total|remaining|deadline|until|how_many|^n$|^num_|^count$|_count$", re.I)
+_LIMITER_OBJECT = re.compile(r"limit|throttl|bucket|rate|pace", re.I)
+_LIMITER_METHODS = frozenset({"acquire", "try_acquire", "wait", "consume", "take", "hit", "throttle", "block"})
+
+
+def rate_limited(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """A sleep, a limiter or a token bucket somewhere in the loop paces it."""
+    for node in walk(loop, skip=DEFERRED):
+        if isinstance(node, cst.Call):
+            sleep = sleep_of(node, ctx)
+            if sleep is not None and number(sleep.delay) != 0:
+                return True
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _LIMITER_METHODS:
+                if _LIMITER_OBJECT.search(dotted_name(func.value) or ""):
+                    return True
+        elif isinstance(node, cst.WithItem):
+            item = node.item.func if isinstance(node.item, cst.Call) else node.item
+            if _LIMITER_OBJECT.search(dotted_name(item) or ""):
+                return True  # with limiter: / async with AsyncLimiter(10):
+    return False
+
+
+def batch_limited(loops: Sequence[cst.CSTNode], received: Optional[Received], ctx: ModuleContext) -> bool:
+    """The replay stops after a number of messages: ``range(limit)``, ``islice``, a counter checked
+    against a limit, or one bounded receive outside the loop."""
+    outer = loops[-1]
+    counters = _counters(outer)
+    for loop in loops:
+        if isinstance(loop, cst.For):
+            iterated = loop.iter
+            if isinstance(iterated, cst.Call) and ctx.call_name(iterated) & {"range", "itertools.islice", "islice"}:
+                return True
+            if isinstance(iterated, cst.Subscript) and any(
+                isinstance(e.slice, cst.Slice) and (e.slice.upper is not None) for e in iterated.slice
+            ):
+                return True
+        elif isinstance(loop, cst.While) and _limit_test(loop.test, counters):
+            return True
+    for node in walk(outer, skip=DEFERRED):
+        if isinstance(node, cst.If) and _limit_test(node.test, counters):
+            ends = outcomes(statements(node.body))
+            if ends & {"break", "return", "raise"}:
+                return True
+    if received is not None and received.bounded and isinstance(received.node, cst.Call):
+        # resp = sqs.receive_message(..., MaxNumberOfMessages=10); for m in resp["Messages"]: ...
+        return not _in_body(received.node, outer, ctx)
+    return False
+
+
+def _in_body(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """Inside what the loop repeats (its body), not its header (``for m in receive(...)``)."""
+    return ctx.is_inside(node, loop.body) or node is loop.body  # type: ignore[attr-defined]
+
+
+_ITERATION_WRAPPERS = frozenset({"enumerate", "itertools.islice", "islice", "list", "iter", "reversed", "sorted"})
+
+
+def _iterated(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``enumerate(consumer)``, ``islice(consumer, limit)``: what is iterated."""
+    while isinstance(expr, cst.Call) and dotted_name(expr.func) in _ITERATION_WRAPPERS and expr.args:
+        expr = expr.args[0].value
+    return expr
+
+
+def _counters(loop: cst.CSTNode) -> List[str]:
+    """Names counted in the loop (``moved += 1``) and ``enumerate`` indexes."""
+    out = []
+    for node in walk(loop, skip=DEFERRED):
+        if isinstance(node, cst.AugAssign):
+            name = dotted_name(node.target)
+            if name:
+                out.append(name)
+        elif isinstance(node, cst.For) and isinstance(node.iter, cst.Call) and dotted_name(node.iter.func) == "enumerate":
+            target = node.target
+            first = target.elements[0].value if isinstance(target, cst.Tuple) and target.elements else None
+            if isinstance(first, cst.Name):
+                out.append(first.value)
+    return out
+
+
+def _limit_test(test: cst.BaseExpression, counters: Sequence[str]) -> bool:
+    for node in walk(test, skip=DEFERRED):
+        if isinstance(node, cst.Comparison) and not any(
+            isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons
+        ):
+            for name in (dotted_name(n) for n in walk(node) if isinstance(n, (cst.Name, cst.Attribute))):
+                if name and (name in counters or _LIMITISH.search(name.rsplit(".", 1)[-1])):
+                    return True
+    return False
+
+
+# ---------------------------------------------------------------- the extractor
+
+
+class _Extractor:
+    def __init__(self, ctx: ModuleContext, calls: List[cst.Call]) -> None:
+        self.ctx = ctx
+        self.names = QueueNames(ctx)
+        self.brokers = Brokers(ctx, self.names)
+        self.fields = FieldNames(ctx.settings)
+        self._recognised: Dict[int, Optional[BrokerCall]] = {}
+        self.calls = [b for b in (self.recognised(c) for c in calls) if b is not None]
+        self.triggers = WorkTriggers(ctx, self.brokers, [b for b in self.calls if b.role == SUBSCRIBE])
+        self._flows: Dict[int, MessageFlow] = {}
+        self._loops_reported: set = set()
+
+    def recognised(self, call: cst.Call) -> Optional[BrokerCall]:
+        key = id(call)
+        if key not in self._recognised:
+            self._recognised[key] = self.brokers.recognise(call)
+        return self._recognised[key]
+
+    def flow(self, node: cst.CSTNode) -> MessageFlow:
+        scope = self.ctx.enclosing_function(node) or self.ctx.module
+        key = id(scope)
+        if key not in self._flows:
+            self._flows[key] = MessageFlow(scope, self)
+        return self._flows[key]
+
+    def run(self) -> List[DeadLetterOperation]:
+        out = []
+        for call in self.calls:
+            if call.role == PUBLISH:
+                operation = self.publish(call)
+            elif call.role == MOVE:
+                operation = self.move(call)
+            else:
+                operation = None
+            if operation is not None:
+                out.append(operation)
+        return out
+
+    # ------------------------------------------------------------ publish
+
+    def publish(self, call: BrokerCall) -> Optional[DeadLetterOperation]:
+        flow = self.flow(call.call)
+        destination = call.queue
+        received = None
+        for part in call.body + call.attributes:
+            received = received or flow.mentioned(part)
+        if received is not None and received.source.is_dlq:
+            if destination.is_work:
+                return self.replay(call, destination, received, flow)
+            return None  # DLQ to DLQ or to an archive; or to a destination we cannot read
+        if destination.is_dlq:
+            return self.write(call, flow)
+        return None
+
+    def write(self, call: BrokerCall, flow: MessageFlow) -> DeadLetterOperation:
+        reader = PayloadReader(self.ctx, flow.scope, flow.is_message, self.fields)
+        parts = [(e, BODY) for e in call.body] + [(e, ATTRIBUTES) for e in call.attributes]
+        carried = reader.read_all(parts, call.attribute_keywords)
+        carries: Tuple[str, ...] = ()
+        missing: Tuple[str, ...] = ()
+        if carried.known and not call.opaque and parts + list(call.attribute_keywords):
+            carries = self.fields.carried(carried)
+            missing = tuple(f for f in CONTEXT_FIELDS if f not in carries)
+        runner = self.triggers.at(call.call)
+        location = self.ctx.location(call.call)
+        return DeadLetterOperation(
+            kind=DeadLetterKind.WRITE,
+            location=location,
+            broker=call.broker,
+            queue=call.queue.text,
+            trigger=runner.trigger,
+            automatic=runner.automatic,
+            carries=carries,
+            missing=missing,
+            header_lines=tuple(location.lines),
+            extent=location,
+            description=call.description,
+            trigger_detail=runner.detail,
+        )
+
+    # ------------------------------------------------------------ replay
+
+    def replay(self, call: BrokerCall, destination: QueueRef, received: Received, flow: MessageFlow) -> DeadLetterOperation:
+        chain = self._loops_around(call.call, flow.scope)
+        loop = self._replay_loop(chain, received, flow)
+        rate = batch = None
+        if loop is not None:
+            inner = [l for l in chain if l is loop or self.ctx.is_inside(l, loop)]
+            first_here = id(loop) not in self._loops_reported
+            self._loops_reported.add(id(loop))
+            if first_here:  # one RTY403 per loop, however many publishes it holds
+                rate = rate_limited(loop, self.ctx)
+                batch = batch_limited(inner, received, self.ctx)
+        runner = self.triggers.at(call.call)
+        guard = self._attempt_guard(call.call, flow.scope)
+        return self._operation(
+            call, received.source, destination, runner, loop, rate, batch,
+            automatic=runner.automatic if not guard else None,
+            detail=runner.detail if not guard else f"{runner.detail}; bounded by `{guard}`",
+        )
+
+    def move(self, call: BrokerCall) -> Optional[DeadLetterOperation]:
+        flow = self.flow(call.call)
+        source = call.queue
+        destination = call.destination
+        if call.broker == "sqs":
+            # start_message_move_task only moves out of a DLQ; no DestinationArn: back where they came from.
+            source = QueueRef("dlq", source.text or "the dead-letter queue")
+            if not _arg_given(call.call, "DestinationArn"):
+                destination = QueueRef("work", "the queues the messages came from")
+        if not (source.is_dlq and destination.is_work):
+            return None
+        chain = self._loops_around(call.call, flow.scope)
+        loop = chain[-1] if chain and call.broker != "sqs" else None
+        if loop is not None:
+            rate, batch = rate_limited(loop, self.ctx), batch_limited(chain, None, self.ctx)
+        elif call.broker == "sqs":
+            rate, batch = call.rate_given, None
+        else:
+            rate, batch = None, True  # one message
+        runner = self.triggers.at(call.call)
+        return self._operation(call, source, destination, runner, loop, rate, batch, runner.automatic, runner.detail)
+
+    def _operation(
+        self, call: BrokerCall, source: QueueRef, destination: QueueRef, runner, loop: Optional[cst.CSTNode],
+        rate: Optional[bool], batch: Optional[bool], automatic: Optional[bool], detail: str,
+    ) -> DeadLetterOperation:
+        location = self.ctx.location(call.call)
+        lines = set(location.lines)
+        loop_location: Optional[Location] = None
+        loop_text = ""
+        if loop is not None:
+            header_end = loop.test if isinstance(loop, cst.While) else loop.iter  # type: ignore[attr-defined]
+            loop_location = self.ctx.location(loop, end=header_end)
+            lines |= set(loop_location.lines)
+            loop_text = ("while " + self.ctx.code(loop.test)) if isinstance(loop, cst.While) else (  # type: ignore[attr-defined]
+                "for " + self.ctx.code(loop.target) + " in " + self.ctx.code(loop.iter)  # type: ignore[attr-defined]
+            )
+        return DeadLetterOperation(
+            kind=DeadLetterKind.REPLAY,
+            location=location,
+            broker=call.broker,
+            queue=source.text,
+            destination=destination.text,
+            trigger=runner.trigger,
+            automatic=automatic,
+            rate_limited=rate,
+            batch_limited=batch,
+            header_lines=tuple(sorted(lines)),
+            extent=self.ctx.location(loop) if loop is not None else location,
+            description=call.description,
+            loop_location=loop_location,
+            loop_text=loop_text if len(loop_text) <= 60 else loop_text[:57] + "...",
+            trigger_detail=detail,
+        )
+
+    def _loops_around(self, node: cst.CSTNode, scope: cst.CSTNode) -> List[cst.CSTNode]:
+        """Loops around ``node`` inside its function, innermost first."""
+        out = []
+        for ancestor in self.ctx.ancestors(node):
+            if ancestor is scope or isinstance(ancestor, DEFERRED):
+                break
+            if isinstance(ancestor, LOOPS):
+                out.append(ancestor)
+        return out
+
+    def _replay_loop(self, chain: List[cst.CSTNode], received: Received, flow: MessageFlow) -> Optional[cst.CSTNode]:
+        """The loop that moves the dead letters: the outermost one around the receive, else the
+        innermost one over received messages (a single receive's batch)."""
+        holding = [l for l in chain if l is received.node or _in_body(received.node, l, self.ctx)]
+        if holding:
+            return holding[-1]
+        for loop in chain:
+            if isinstance(loop, cst.For) and (
+                flow.mentioned(loop.iter) is not None
+                or received.node is loop.iter
+                or self.ctx.is_inside(received.node, loop.iter)
+            ):
+                return loop
+        return None
+
+    def _attempt_guard(self, node: cst.CSTNode, scope: cst.CSTNode) -> str:
+        """``if retries < 3: republish`` — a re-drive bounded by the attempt count the message carries."""
+        for ancestor in self.ctx.ancestors(node):
+            if ancestor is scope:
+                break
+            if isinstance(ancestor, cst.If):
+                for comparison in (n for n in walk(ancestor.test) if isinstance(n, cst.Comparison)):
+                    words = [last_name(n) or "" for n in walk(comparison) if isinstance(n, (cst.Name, cst.Attribute))]
+                    words += [
+                        n.evaluated_value for n in walk(comparison)
+                        if isinstance(n, cst.SimpleString) and isinstance(n.evaluated_value, str)
+                    ]
+                    if any(self.fields.field_of(w) == "attempts" for w in words) and (
+                        self.ctx.is_inside(node, ancestor.body)
+                    ):
+                        return self.ctx.code(comparison)
+        return ""
+
+
+def _arg_given(call: cst.Call, keyword: str) -> bool:
+    return keyword in call_args(call)[1]
+
+
+def extract_dead_letters(ctx: ModuleContext) -> List[DeadLetterOperation]:
+    calls = [n for n in walk(ctx.module, skip=()) if isinstance(n, cst.Call) and last_name(n.func) in ALL_METHODS]
+    if not any(last_name(c.func) in PUBLISH_METHODS for c in calls):
+        return []
+    return _Extractor(ctx, calls).run()
+
+
+__all__ = ["TRIGGER", "extract_dead_letters", "MessageFlow", "rate_limited", "batch_limited"]
