@@ -44,6 +44,19 @@ _EXPORTS = {
     "assert_succeeded": "assertions",
     "DeadLetters": "dead_letters",
     "DeadLetter": "dead_letters",
+    "measure_dispersion": "dispersion",
+    "assert_dispersed": "dispersion",
+    "dispersion_of": "dispersion",
+    "DispersionReport": "dispersion",
+    "DispersionLimits": "dispersion",
+    "simulate": "simulation",
+    "SimulationResult": "simulation",
+    "ConflictModel": "simulation",
+    "CapacityModel": "simulation",
+    "Network": "simulation",
+    "Backoff": "backoffs",
+    "Strategy": "backoffs",
+    "policy_at": "backoffs",
 }
 
 __all__ = sorted(_EXPORTS) + ["strategies"]
@@ -76,7 +89,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
         assert_succeeded,
     )
     from .clock import FakeClock, current_clock  # noqa: F401
+    from .backoffs import Backoff, Strategy, policy_at  # noqa: F401
     from .dead_letters import DeadLetter, DeadLetters  # noqa: F401
+    from .dispersion import DispersionLimits, DispersionReport, assert_dispersed, dispersion_of, measure_dispersion  # noqa: F401
     from .downstream import (  # noqa: F401
         CallRecord,
         DownstreamConnectionDropped,
@@ -94,5 +109,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
         rate_limited,
         transient,
     )
+    from .simulation import CapacityModel, ConflictModel, Network, SimulationResult, simulate  # noqa: F401
     from .timeline import RetryGuardTripped, SleepRecord, Timeline  # noqa: F401
     from .trace import Attempt, Trace, capture_trace  # noqa: F401

@@ -1,7 +1,8 @@
 """pytest entry point (``pytest11``) of pytest_retry_check.
 
 It loads in every pytest run where the package is installed, so it imports nothing heavy and
-patches nothing until a test asks for ``fake_clock``, ``fake_downstream`` or ``dead_letters``.
+patches nothing until a test asks for ``fake_clock``, ``fake_downstream``, ``dead_letters`` or
+``herd_check``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import pytest
 if TYPE_CHECKING:
     from .clock import FakeClock
     from .dead_letters import DeadLetters
+    from .dispersion import HerdCheck
     from .downstream import FakeDownstream
 
-FIXTURES = ("fake_clock", "fake_downstream", "dead_letters")
+FIXTURES = ("fake_clock", "fake_downstream", "dead_letters", "herd_check")
 _CALL_REPORT = pytest.StashKey[Any]()
 
 _INI = {
@@ -37,6 +39,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "fake_clock(start=None, max_sleeps=1000, max_virtual_time=2592000, seed=None, io_grace=0.002): "
         "settings of the fake_clock fixture (pytest_retry_check)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "herd_check(clients=300, window=0.1, max_peak_share=0.4, min_spread=0.15, max_identical_share=0.5, from_retry=1, "
+        "**scenario): defaults of the herd_check fixture (pytest_retry_check)",
     )
 
 
@@ -127,6 +134,22 @@ def dead_letters() -> Generator["DeadLetters", None, None]:
         capture.restore()
 
 
+@pytest.fixture
+def herd_check(request: pytest.FixtureRequest) -> "HerdCheck":
+    """The herd check: ``herd_check(client)`` runs your retry code as a few hundred clients that
+    fail together and fails the test if they retry together. Defaults from
+    ``@pytest.mark.herd_check(...)``. Stateless, so it is safe under hypothesis' ``@given``."""
+    from .dispersion import HerdCheck
+
+    marker = request.node.get_closest_marker("herd_check")
+    if marker is not None and marker.args:
+        pytest.fail("@pytest.mark.herd_check takes keyword arguments only, e.g. herd_check(clients=500)", pytrace=False)
+    try:
+        return HerdCheck(**(marker.kwargs if marker is not None else {}))
+    except TypeError as exc:
+        pytest.fail(f"herd_check: {exc}", pytrace=False)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
     report = yield
@@ -162,7 +185,8 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
             values["fake_downstream"].close()
         if "dead_letters" in values:
             values["dead_letters"].clear()
-        values["fake_clock"].reset()
+        if "fake_clock" in values:
+            values["fake_clock"].reset()
 
     def fail_instead(exc: RetryGuardTripped) -> None:
         # Hypothesis only shrinks (and reports the falsifying example of) failures it can

@@ -1,0 +1,343 @@
+"""Many clients of real retry code on the fake clock.
+
+Three ways, for the herd check and the contention simulation:
+
+- :func:`run_sequential`: sync clients one after another, each on a fresh timeline (the clock is
+  reset before each: virtual time back to 0, no sleeps recorded, a fresh guard). Clients that do
+  not share anything need nothing more, and a sync client can reach the downstream over HTTP.
+- :func:`run_async`: async clients as tasks on one virtual event loop; their sleeps overlap as in
+  real time and the loop jumps to the next timer.
+- :func:`run_threads`: sync clients that share a downstream, one thread each, run one at a time
+  in virtual-time order (a discrete-event scheduler). ``time.sleep`` in a client thread hands
+  control back to the scheduler, which wakes whichever client is due first.
+
+None of them touches ``random``: whatever jitter the clients show comes from their own code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import heapq
+import inspect
+import threading
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
+
+from .clock import FakeClock
+from .timeline import RetryGuardTripped, SleepRecord, format_seconds, validate_sleep
+
+__all__ = ["ASYNC_START", "ClientResult", "current_client", "is_async_client", "run_async", "run_sequential", "run_threads"]
+
+#: Where clocks that run an event loop start: epoch 1,000,000 s (1970-01-12). asyncio compares
+#: timers with ``now + 1e-9``; at the default start (epoch ~1.77e9, a float step of ~2.4e-7 s)
+#: that sum rounds back to ``now``, so a timer less than ~0.1 us away never fires and the loop
+#: spins forever (``asyncio.sleep(5e-8)`` hangs under a default FakeClock). Jittered delays of
+#: milliseconds, drawn thousands of times, hit that. Near 1e6 the float step is ~1e-10 s.
+ASYNC_START = 1_000_000
+
+#: The index of the simulated client whose code is running (tasks and threads each have their own).
+_CLIENT: contextvars.ContextVar[int] = contextvars.ContextVar("retry_check_client", default=-1)
+
+
+def current_client() -> int:
+    """Index of the simulated client running now (-1 outside a simulation)."""
+    return _CLIENT.get()
+
+
+@dataclass(frozen=True)
+class ClientResult:
+    """How one client's run ended."""
+
+    index: int
+    #: "returned", "raised", "guard" (the forever-retry guard tripped) or "unfinished"
+    #: (still retrying when the simulation's horizon came).
+    outcome: str
+    error: Optional[BaseException] = None
+    finished_at: Optional[float] = None  # virtual seconds
+    sleeps: Tuple[SleepRecord, ...] = ()
+
+
+def is_async_client(client: Callable[..., Any]) -> bool:
+    """An ``async def`` (also behind ``functools.partial`` or as a callable object's ``__call__``)."""
+    target = client
+    while hasattr(target, "func") and not inspect.isroutine(target):  # functools.partial
+        target = target.func  # type: ignore[attr-defined]
+    if inspect.iscoroutinefunction(target):
+        return True
+    call = getattr(target, "__call__", None)
+    return call is not None and not inspect.isroutine(target) and inspect.iscoroutinefunction(call)
+
+
+def _check_client(client: Any, clients: Any) -> None:
+    __tracebackhide__ = True
+    if not callable(client):
+        raise TypeError(f"the client must be a function taking the downstream, e.g. lambda ds: fetch(ds); got {client!r}")
+    if isinstance(clients, bool) or not isinstance(clients, int) or clients < 1:
+        raise ValueError(f"clients must be a whole number >= 1, got {clients!r}")
+
+
+class AsyncClientGiven(TypeError):
+    """A sync run was handed code that returned a coroutine."""
+
+
+def run_sequential(
+    client: Callable[[Any], Any],
+    clients: int,
+    downstream_for: Callable[[int], Any],
+    *,
+    clock: FakeClock,
+    after_each: Optional[Callable[[int, ClientResult], None]] = None,
+) -> List[ClientResult]:
+    """Run ``client(downstream_for(i))`` for each client on a fresh timeline of ``clock``.
+
+    Stops at the first client that trips the forever-retry guard: the verdict is in.
+    """
+    __tracebackhide__ = True
+    _check_client(client, clients)
+    results: List[ClientResult] = []
+    for index in range(clients):
+        clock.reset()
+        downstream = downstream_for(index)
+        token = _CLIENT.set(index)
+        error: Optional[BaseException] = None
+        try:
+            value = client(downstream)
+            if inspect.isawaitable(value):
+                _close(value)
+                raise AsyncClientGiven("the client returned an awaitable: pass an `async def` client (it runs on a virtual event loop)")
+            outcome = "returned"
+        except RetryGuardTripped as exc:
+            outcome, error = "guard", exc
+        except AsyncClientGiven:
+            raise
+        except Exception as exc:  # giving up by raising is a legitimate end of a retry
+            outcome, error = "raised", exc
+        finally:
+            _CLIENT.reset(token)
+        result = ClientResult(index, outcome, error, clock.now(), tuple(clock.sleeps))
+        results.append(result)
+        if after_each is not None:
+            after_each(index, result)
+        if outcome == "guard":
+            break
+    return results
+
+
+def _close(value: Any) -> None:
+    close = getattr(value, "close", None)
+    if close is not None:
+        close()
+
+
+def run_async(
+    client: Callable[[Any], Awaitable[Any]],
+    clients: int,
+    downstream_for: Callable[[int], Any],
+    *,
+    clock: FakeClock,
+    horizon: float,
+) -> List[ClientResult]:
+    """All clients as tasks on one virtual event loop under ``clock``; cancelled at ``horizon``
+    virtual seconds. Works from inside a running loop too (a fresh loop in a helper thread)."""
+    __tracebackhide__ = True
+    _check_client(client, clients)
+
+    async def main() -> List[ClientResult]:
+        results: Dict[int, ClientResult] = {}
+
+        async def one(index: int) -> None:
+            _CLIENT.set(index)  # the task runs in its own copy of the context
+            downstream = downstream_for(index)
+            error: Optional[BaseException] = None
+            try:
+                await client(downstream)
+                outcome = "returned"
+            except RetryGuardTripped as exc:
+                outcome, error = "guard", exc
+            except Exception as exc:
+                outcome, error = "raised", exc
+            results[index] = ClientResult(index, outcome, error, clock.now())
+
+        tasks = [asyncio.ensure_future(one(i)) for i in range(clients)]
+        _, pending = await asyncio.wait(tasks, timeout=horizon)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        return [results.get(i) or ClientResult(i, "unfinished", None, None) for i in range(clients)]
+
+    return run_coroutine(main, clock)
+
+
+def run_coroutine(make_main: Callable[[], Awaitable[Any]], clock: FakeClock) -> Any:
+    """``asyncio.run(make_main())`` under ``clock`` -- in a helper thread when this thread
+    already runs a loop (an async test), because loops do not nest."""
+    from .asyncio_loop import run
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run(make_main(), clock=clock)  # type: ignore[arg-type]
+    box: Dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = run(make_main(), clock=clock)  # type: ignore[arg-type]
+        except BaseException as exc:  # handed to the calling thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="retry-check-virtual-loop", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+# -- threads, one at a time, in virtual-time order --------------------------------------------
+class _Aborted(BaseException):
+    """Raised in a client thread still waiting when the simulation ends (horizon reached)."""
+
+
+class SchedulerClock(FakeClock):
+    """A fake clock whose sleeps in scheduled client threads wait for their turn in virtual time."""
+
+    scheduler: Optional["ThreadScheduler"] = None
+
+    def sleep(self, seconds: object, *, kind: str = "sleep", advance: bool = True, _depth: int = 1) -> None:
+        __tracebackhide__ = True
+        scheduler = self.scheduler
+        if scheduler is None or not scheduler.is_client_thread():
+            return super().sleep(seconds, kind=kind, advance=advance, _depth=_depth + 1)
+        seconds = validate_sleep(seconds)
+        scheduler.count_sleep()
+        scheduler.wait(seconds)
+
+
+class ThreadScheduler:
+    """Runs one client thread at a time: the one whose virtual wake-up time comes first."""
+
+    def __init__(self, clock: SchedulerClock, *, horizon: float, max_sleeps: int, stall_timeout: float = 60.0) -> None:
+        self.clock = clock
+        self.horizon = horizon
+        self.max_sleeps = max_sleeps
+        self.stall_timeout = stall_timeout
+        self._local = threading.local()
+        self._heap: List[Tuple[float, int, int]] = []
+        self._seq = 0
+        self._gates: List[threading.Semaphore] = []
+        # Semaphores, not Events: Event.wait(timeout) is a virtual sleep while a fake clock runs.
+        self._yielded = threading.Semaphore(0)
+        self._aborted = False
+        self._sleeps: List[int] = []
+
+    def is_client_thread(self) -> bool:
+        return getattr(self._local, "index", None) is not None
+
+    def count_sleep(self) -> None:
+        index = self._local.index
+        self._sleeps[index] += 1
+        if self._sleeps[index] > self.max_sleeps:
+            raise RetryGuardTripped(
+                f"retry guard: client #{index} slept {self._sleeps[index]} times, more than max_sleeps={self.max_sleeps}; "
+                "the code under test looks like it retries forever"
+            )
+
+    def wait(self, seconds: float) -> None:
+        """In a client thread: come back when virtual time reaches now + seconds."""
+        index = self._local.index
+        self._push(self.clock.now() + seconds, index)
+        self._yielded.release()
+        self._gates[index].acquire()
+        if self._aborted:
+            raise _Aborted()
+
+    def _push(self, at: float, index: int) -> None:
+        heapq.heappush(self._heap, (at, self._seq, index))
+        self._seq += 1
+
+    def run(self, client: Callable[[Any], Any], clients: int, downstream: Any) -> List[ClientResult]:
+        __tracebackhide__ = True
+        _check_client(client, clients)
+        results: List[Optional[ClientResult]] = [None] * clients
+        self._gates = [threading.Semaphore(0) for _ in range(clients)]
+        self._sleeps = [0] * clients
+
+        def body(index: int) -> None:
+            self._local.index = index
+            _CLIENT.set(index)
+            self._gates[index].acquire()
+            error: Optional[BaseException] = None
+            try:
+                if self._aborted:
+                    raise _Aborted()
+                value = client(downstream)
+                if inspect.isawaitable(value):
+                    _close(value)
+                    raise AsyncClientGiven("the client returned an awaitable: pass an `async def` client")
+                outcome = "returned"
+            except _Aborted:
+                outcome = "unfinished"
+            except RetryGuardTripped as exc:
+                outcome, error = "guard", exc
+            except Exception as exc:
+                outcome, error = "raised", exc
+            except BaseException as exc:  # noqa: B036 - reported to the caller, never lost in a thread
+                outcome, error = "raised", exc
+            results[index] = ClientResult(index, outcome, error, None if outcome == "unfinished" else self.clock.now())
+            self._local.index = None
+            self._yielded.release()
+
+        threads = [threading.Thread(target=body, args=(i,), name=f"retry-check-client-{i}", daemon=True) for i in range(clients)]
+        for index, thread in enumerate(threads):
+            self._push(0.0, index)
+            thread.start()
+        try:
+            self._loop(results)
+        finally:
+            self._aborted = True
+            for gate in self._gates:
+                gate.release()
+            for thread in threads:
+                thread.join(self.stall_timeout)
+        for result in results:
+            if result is not None and isinstance(result.error, AsyncClientGiven):
+                raise result.error
+        return [r if r is not None else ClientResult(i, "unfinished") for i, r in enumerate(results)]
+
+    def _loop(self, results: List[Optional[ClientResult]]) -> None:
+        clock = self.clock
+        while self._heap:
+            at, _, index = heapq.heappop(self._heap)
+            if at > self.horizon:
+                return
+            now = clock.now()
+            if at > now:
+                clock.advance(at - now)
+            self._gates[index].release()
+            if not self._yielded.acquire(timeout=self.stall_timeout):
+                raise RuntimeError(
+                    f"client #{index} has not slept or finished for {self.stall_timeout:g} real seconds at virtual "
+                    f"+{format_seconds(clock.now())}: it waits for something real (a socket, a lock, another thread); "
+                    "the simulation of sync code needs the callable downstream it was given"
+                )
+
+
+def run_threads(
+    client: Callable[[Any], Any],
+    clients: int,
+    downstream: Any,
+    *,
+    clock: SchedulerClock,
+    horizon: float,
+    max_sleeps: int = 1000,
+) -> List[ClientResult]:
+    """Sync clients sharing ``downstream``, one thread each, scheduled in virtual time."""
+    __tracebackhide__ = True
+    scheduler = ThreadScheduler(clock, horizon=horizon, max_sleeps=max_sleeps)
+    clock.scheduler = scheduler
+    try:
+        return scheduler.run(client, clients, downstream)
+    finally:
+        clock.scheduler = None
