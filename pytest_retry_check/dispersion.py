@@ -330,14 +330,17 @@ def _judge(report: DispersionReport, forever: Optional[str]) -> Tuple[str, ...]:
     peak = report.peak
     assert peak is not None
     if peak.peak_share > limits.max_peak_share:
-        text = (
-            f"retry #{peak.retry}: {peak.peak} of {peak.clients} clients ({peak.peak_share:.0%}) retried within "
-            f"{format_seconds(peak.window)} of each other at +{format_seconds(peak.peak_at)}"
-        )
         if peak.immediate:
-            text += ", immediately after failing (no delay at all)"
+            text = (
+                f"retry #{peak.retry}: {peak.peak} of {peak.clients} clients ({peak.peak_share:.0%}) retried at the same "
+                f"instant, +{format_seconds(peak.peak_at)}, immediately after failing (no delay at all)"
+            )
         else:
-            text += f" ({limits.window:.0%} of the {format_seconds(peak.median_delay)} median delay)"
+            text = (
+                f"retry #{peak.retry}: {peak.peak} of {peak.clients} clients ({peak.peak_share:.0%}) retried within "
+                f"{format_seconds(peak.window)} of each other at +{format_seconds(peak.peak_at)} "
+                f"({limits.window:.0%} of the {format_seconds(peak.median_delay)} median delay)"
+            )
         problems.append(text + f"; limit {limits.max_peak_share:.0%}")
     narrow = min(report.judged, key=lambda r: (r.spread, r.retry))
     if narrow.spread < limits.min_spread and report.identical_share <= limits.max_identical_share:

@@ -332,10 +332,12 @@ def run_threads(
     clock: SchedulerClock,
     horizon: float,
     max_sleeps: int = 1000,
+    stall_timeout: float = 60.0,
 ) -> List[ClientResult]:
-    """Sync clients sharing ``downstream``, one thread each, scheduled in virtual time."""
+    """Sync clients sharing ``downstream``, one thread each, scheduled in virtual time.
+    ``stall_timeout``: real seconds a client may run without sleeping or finishing."""
     __tracebackhide__ = True
-    scheduler = ThreadScheduler(clock, horizon=horizon, max_sleeps=max_sleeps)
+    scheduler = ThreadScheduler(clock, horizon=horizon, max_sleeps=max_sleeps, stall_timeout=stall_timeout)
     clock.scheduler = scheduler
     try:
         return scheduler.run(client, clients, downstream)

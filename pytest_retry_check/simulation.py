@@ -304,10 +304,11 @@ def network_legs(network: Network, rng: random.Random) -> Callable[[], float]:
     return itertools.chain.from_iterable(blocks()).__next__
 
 
-def _run_strategy(strategy: Strategy, model: Model, clients: int, rng: random.Random, horizon: float, max_calls: int) -> RunResult:
+def _run_strategy(
+    strategy: Strategy, model: Model, clients: int, rng: random.Random, leg: Callable[[], float], horizon: float, max_calls: int
+) -> RunResult:
     # One heap event per attempt: the write (or the call). The read's only effect is the
     # version it sees, and "no success since the read" is known when the write is processed.
-    leg = network_legs(model.network, rng)
     read_phase = model.read_phase
     commit = model.new_state().commit
     max_attempts = strategy.max_attempts or 0  # 0: no limit
@@ -496,8 +497,9 @@ def simulate(
     else:
         strategy = as_strategy(policy)
         name = label or strategy.name
+        leg = network_legs(model.network, rng)  # one stream for all runs: blocks are not wasted per run
         for _ in range(runs):
-            results.append(_run_strategy(strategy, model, clients, rng, float(horizon), max_calls))
+            results.append(_run_strategy(strategy, model, clients, rng, leg, float(horizon), max_calls))
     return SimulationResult(name, model.name, clients, float(model.load_window), tuple(results))
 
 
@@ -545,14 +547,14 @@ def format_comparison(results: Sequence[SimulationResult], *, reference: Optiona
     runs = max(len(r.runs) for r in results)
     head = f"{'strategy':<{width}}"
     for count in counts:
-        head += f"  {f'{count} clients: calls / ms':>34}"
+        head += f"  {f'{count} clients: calls / ms':>36}"
     lines = [
         f"{results[0].model}; {runs} run(s), means per run",
-        "calls = server calls (work); ms = virtual time until every client succeeded or gave up;",
-        "(ref) = DESIGN_NOTES.md's reimplementation of the AWS simulator",
-        "",
-        head,
+        "calls = server calls (work); ms = virtual time until every client succeeded or gave up",
     ]
+    if reference:
+        lines.append("(ref) = DESIGN_NOTES.md's reimplementation of the AWS simulator")
+    lines += ["", head]
     for label in labels:
         row = f"{label:<{width}}"
         for count in counts:
@@ -561,8 +563,10 @@ def format_comparison(results: Sequence[SimulationResult], *, reference: Optiona
             ref = (reference or {}).get(count, {}).get(kinds.get(label, ""))
             if ref is not None:
                 cell += f" (ref {ref[0]:,.0f} / {ref[1]:,.0f})"
+            if r is not None and r.gave_up:
+                cell += f" [{r.gave_up:,.0f} gave up]"
             if r is not None and r.unfinished:
-                cell += " unfinished!"
-            row += f"  {cell:>34}"
+                cell += f" [{r.unfinished:,} unfinished]"
+            row += f"  {cell:>36}"
         lines.append(row)
     return "\n".join(lines) + "\n"
