@@ -103,6 +103,8 @@ class Delay:
     @property
     def grows_exponentially(self) -> bool:
         if self.kind is DelayKind.EXPONENTIAL:
+            if known(self.base) and known(self.cap) and self.base >= self.cap:  # type: ignore[operator]
+                return False  # already at the cap: a constant delay
             return not known(self.factor) or self.factor > 1  # type: ignore[operator]
         if self.kind is DelayKind.STEPS and self.steps and len(self.steps) >= 3:
             return _steps_exponential(self.steps)
@@ -111,6 +113,8 @@ class Delay:
     @property
     def is_constant(self) -> bool:
         if self.kind is DelayKind.FIXED:
+            return True
+        if self.kind is DelayKind.EXPONENTIAL and known(self.base) and known(self.cap) and self.base >= self.cap:  # type: ignore[operator]
             return True
         if self.kind is DelayKind.STEPS and self.steps:
             return len(set(self.steps)) == 1

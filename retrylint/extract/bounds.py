@@ -183,8 +183,6 @@ def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_
     """What a loop-exit test checks."""
     test = unwrap_await(test)
     names = _names(test)
-    if env.failure_names and any(n.split(".")[0] in env.failure_names for n in names):
-        return Guard("failure")
     if isinstance(test, cst.BooleanOperation):
         left = classify_guard(test.left, env, guard_line, at_loop_head)
         right = classify_guard(test.right, env, guard_line, at_loop_head)
@@ -199,12 +197,22 @@ def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_
             return Guard("counter", attempts=UNKNOWN)
         if "deadline" in (left.kind, right.kind):
             return Guard("deadline", deadline=UNKNOWN)
+        if "failure" in (left.kind, right.kind):
+            return Guard("failure")
         return Guard("unknown") if "unknown" in (left.kind, right.kind) else Guard("flag")
+    counter_names = [n for n in names if n in env.counters]
+    # A test on the counter is a bound even when it also looks at the failure
+    # (``if self._should_retry(response, error, num_retries): …``).
+    if counter_names and (isinstance(test, cst.Comparison) or any(
+        isinstance(n, cst.Call) and _call_mentions_counter(n, env) for n in walk(test)
+    )):
+        if isinstance(test, cst.Comparison):
+            return Guard("counter", attempts=_attempts(test, env, guard_line, at_loop_head))
+        return Guard("counter", attempts=UNKNOWN)
+    if env.failure_names and any(n.split(".")[0] in env.failure_names for n in names):
+        return Guard("failure")
     if status_set(test, env.ctx) is not None:
         return Guard("status")
-    counter_names = [n for n in names if n in env.counters]
-    if isinstance(test, cst.Comparison) and counter_names:
-        return Guard("counter", attempts=_attempts(test, env, guard_line, at_loop_head))
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = dotted_name(test.expression)
         if inner in env.counters:  # ``if not retries_left: raise``

@@ -804,6 +804,11 @@ def _call(call: cst.Call, env: DelayEnv) -> Shape:
     name = last_name(call.func) or ""
     if "jitter" in name.lower():
         inner = _sub(positional[0], env) if positional else UNKNOWN_SHAPE
+        if inner.kind == "const" and any(
+            n in env.counters for arg in call.args[1:] for n in _names_in(arg.value)
+        ):
+            # ``full_jitter(base, cap, attempt)``: the helper grows the delay with the attempt.
+            inner = UNKNOWN_SHAPE
         lowered = name.lower()
         if "full" in lowered:
             jitter = Jitter(JitterKind.FULL)

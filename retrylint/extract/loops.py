@@ -181,7 +181,9 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     if iteration is None:
         return None
     writes = _writes(loop, ctx)
-    result_names = frozenset(writes) - frozenset(iteration.counters)
+    counted = find_counters(writes, ctx, loop)
+    # Results of the attempt: what the loop assigns, except the counters it steps.
+    result_names = frozenset(writes) - frozenset(iteration.counters) - frozenset(counted)
     loop_trys = _loop_trys(loop, ctx)
     trys = [_analyse_try(t, loop, ctx, result_names, _secondary(t, loop_trys, loop, ctx)) for t in loop_trys]
     # A try around reading the next item of a stream retries nothing: it reads new data.
@@ -196,7 +198,7 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         return None  # re-prompting a user is not retrying a failure
 
     counters = dict(iteration.counters)
-    counters.update(find_counters(writes, ctx, loop))
+    counters.update(counted)
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
     delay, delay_location, immediate, delay_anchor = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
     errors = _errors(retry_trys, ctx)
@@ -403,7 +405,8 @@ def _analyse_try(
     retrying, exiting = [], []
     for handler in handlers:
         result = outcomes(statements(handler.node.body))
-        if handler.polling:
+        if handler.polling or (_timeout_only(handler) and _attempt_waits_with_timeout(node, ctx)):
+            # ``future.result(0.1)`` then ``except TimeoutError: continue``: waiting, not retrying.
             continue
         if CONTINUE in result:
             retrying.append(handler)
@@ -421,6 +424,27 @@ def _analyse_try(
         success_exit=_success_exit(success_path, rest, loop, ctx, result_names),
         operation=operation,
     )
+
+
+def _timeout_only(handler: Handler) -> bool:
+    return bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names)
+
+
+_TIMEOUT_KEYWORDS = frozenset({"timeout", "timeout_ms", "timeout_s", "wait", "block_ms"})
+_WAIT_METHODS = frozenset({"result", "get", "wait", "join", "acquire", "recv", "read", "poll"})
+
+
+def _attempt_waits_with_timeout(node: cst.Try, ctx: ModuleContext) -> bool:
+    """The attempt itself waits for a bounded time (``future.result(0.1)``, ``wait_for(x, timeout=5)``)."""
+    for call in walk(node.body, skip=DEFERRED):
+        if not isinstance(call, cst.Call):
+            continue
+        positional, keywords = call_args(call)
+        if set(keywords) & _TIMEOUT_KEYWORDS or ctx.call_name(call) & {"asyncio.wait_for"}:
+            return True
+        if last_name(call.func) in _WAIT_METHODS and len(positional) == 1 and len(call.args) == 1:
+            return True
+    return False
 
 
 def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
@@ -647,7 +671,7 @@ def _bound(
         shared.apply(guard)
         if guard.kind in ("counter", "deadline"):
             texts.append(iteration.text)
-        elif guard.kind == "flag" and _flag_set_by_decision(loop.test, writes, retry_trys, ctx):
+        elif guard.kind in ("flag", "failure") and _flag_set_by_decision(loop.test, writes, retry_trys, ctx):
             shared.possible = True  # ``while retry_active:`` with ``retry_active = self.increment(...)``
     attempt_regions = [t.node.body for t in retry_trys] + [t.node.orelse for t in retry_trys if t.node.orelse]
     for node in walk_local(loop.body):  # type: ignore[attr-defined]
@@ -661,8 +685,8 @@ def _bound(
         if _is_gate(node):
             target.possible = True  # ``if retry.handle_retry(): continue``: a policy object decides
             continue
-        if _one_shot(node, ctx):
-            target.attempts = _tighter(target.attempts, 2)  # ``if retried_once: raise`` style flag
+        if _one_shot(node, ctx) or _one_shot_flag(node, writes):
+            target.attempts = _tighter(target.attempts, 2)  # a flag allows a single retry
             texts.append("once: if " + ctx.code(node.test))
             continue
         guard = classify_guard(node.test, env, ctx.location(node).line)
@@ -677,6 +701,9 @@ def _bound(
             texts.append("if " + ctx.code(node.test))
             if (target.attempts, target.deadline) != before or give_up is None:
                 give_up = node
+    for handler in handlers:
+        if _delegates_to_policy(handler):
+            per_handler[id(handler.node)].possible = True
     paths = [shared.merged(per_handler[id(h.node)]) for h in handlers] or [shared]
     return _loosest(paths, "; ".join(texts)), give_up
 
@@ -740,6 +767,32 @@ def _one_shot(node: cst.If, ctx: ModuleContext) -> bool:
             if statement.value.value in ("False", "None") and any(
                 dotted_name(t.target) in tested for t in statement.targets
             ):
+                return True
+    return False
+
+
+def _one_shot_flag(node: cst.If, writes: Dict[str, List[Binding]]) -> bool:
+    """``if not retry: raise`` with ``retry = False`` in the loop: one retry, then give up."""
+    for name in {n for n in _names(node.test)}:
+        bindings = writes.get(name, [])
+        if bindings and all(
+            isinstance(b.value, cst.Name) and b.value.value in ("False", "None", "True") for b in bindings
+        ):
+            body, orelse = if_branches(node)
+            return any(b is not None and outcomes(b) & EXITS for b in (body, orelse))
+    return False
+
+
+_POLICY_RECEIVER = re.compile(r"(retry_?policy|retrier|retryer|retry_?strategy|policy|backoff|back_?off)$", re.I)
+_POLICY_METHOD = re.compile(r"^(back_?off|should_retry|increment|next_backoff|on_failure|handle_retry\w*)$", re.I)
+
+
+def _delegates_to_policy(handler: Handler) -> bool:
+    """``retry_policy.back_off(wait)``: a policy object decides, may sleep, and may give up."""
+    for node in walk(handler.node.body, skip=DEFERRED):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            receiver = (dotted_name(node.func.value) or "").rsplit(".", 1)[-1]
+            if _POLICY_RECEIVER.search(receiver) or _POLICY_METHOD.match(node.func.attr.value):
                 return True
     return False
 
@@ -912,6 +965,8 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext) ->
             if found is not None and found.kind != "helper":
                 return True
     names = set(failure_names(handler, ctx))
+    if _delegates_to_policy(handler):
+        return True
     for node in walk(handler.node.body, skip=DEFERRED):
         if isinstance(node, cst.If) and _is_gate(node):
             return True

@@ -285,6 +285,12 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
                 checked = True
                 continue
         guard = classify_guard(node.test, env, ctx.location(node).line)
+        if guard.kind == "flag" and exits and _flag_set_before_call(node, call, func, ctx):
+            # ``if self._timed_out: raise`` … ``self._timed_out = True`` … ``return self._request()``
+            attempts = 2.0 if attempts is None else attempts
+            texts.append("once: if " + ctx.code(node.test))
+            checked = True
+            continue
         if guard.kind == "counter":
             attempts = guard.attempts if attempts is None else attempts
             texts.append("if " + ctx.code(node.test))
@@ -292,13 +298,45 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
         elif guard.kind == "deadline":
             return Bound(attempts=attempts, deadline=guard.deadline, text="if " + ctx.code(node.test))
         elif any(roles.get(m) == "const" for m in mentioned):
-            attempts, checked = UNKNOWN, True
+            flipped = any(roles.get(m) == "const" and _flips_default(func, call, m) for m in mentioned)
+            # ``retry=False`` passed to a ``retry=True`` parameter: exactly one retry.
+            attempts, checked = (2.0 if flipped else UNKNOWN), True
             texts.append("if " + ctx.code(node.test))
     if checked:
         return Bound(attempts=attempts if attempts is not None else UNKNOWN, text="; ".join(texts))
     if all(role == "pass" for role in roles.values()):
         return Bound(text="")
     return Bound(attempts=UNKNOWN)
+
+
+def _flag_set_before_call(guard: cst.If, call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> bool:
+    """The tested flag is set to a constant on the way to the recursive call."""
+    tested = set(_names(guard.test))
+    for node in walk(func.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in ("True", "False"):
+            if any(dotted_name(t.target) in tested for t in node.targets):
+                if ctx.location(node).line < ctx.location(call).line:
+                    return True
+    return False
+
+
+def _flips_default(func: cst.FunctionDef, call: cst.Call, param: str) -> bool:
+    """The call passes a boolean constant opposite to the parameter's boolean default."""
+    default = next((p.default for p in _params(func) if p.name.value == param), None)
+    passed = call_args(call)[1].get(param)
+    if passed is None:
+        names = [p.name.value for p in _params(func)]
+        if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+            names = names[1:]
+        positional = call_args(call)[0]
+        index = names.index(param) if param in names else -1
+        passed = positional[index] if 0 <= index < len(positional) else None
+    booleans = ("True", "False")
+    return (
+        isinstance(default, cst.Name) and default.value in booleans
+        and isinstance(passed, cst.Name) and passed.value in booleans
+        and default.value != passed.value
+    )
 
 
 def _plus_one(value: Num) -> Num:

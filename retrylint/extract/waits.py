@@ -71,11 +71,13 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
         return None
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value == "wait":
+        # ``event.wait(delay)``, ``self._reconnect_abort.wait(delay)``: a timed wait; ``event.wait()``
+        # waits for something else to happen (an unknown delay, not none).
         positional, keywords = call_args(call)
         timeout = keywords.get("timeout", positional[0] if positional else None)
-        if timeout is not None and _is_event(func.value, ctx):
+        if timeout is not None:
             return Sleep(call, timeout)
-        return None
+        return Sleep(call, None, "named") if not call.args else None
     name = last_name(func)
     if name and _SLEEP_WRAPPER.match(name):
         # ``self._sleep(self.SLEEP_TIME)``: a wrapper of sleep with the delay as its argument.

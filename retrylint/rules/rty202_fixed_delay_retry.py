@@ -28,6 +28,9 @@ class FixedDelayRetry(Rule):
     a parameter or attribute the retry does not change (`sleep(self.delay)`),
     or a constant random range (`sleep(random.uniform(1, 3))`).
 
+    A single retry (at most two attempts) is not reported: there is no schedule
+    to grow.
+
     ## Why is this bad?
     A fixed interval keeps the pressure on a struggling downstream constant for
     as long as it stays down. Exponential backoff (1 s, 2 s, 4 s, 8 s …) makes
@@ -258,6 +261,8 @@ class FixedDelayRetry(Rule):
         delay = policy.delay
         if not delay.is_constant or delay.honours_retry_after:
             return
+        if known(policy.bound.attempts) and float(policy.bound.attempts) <= 2:  # type: ignore[arg-type]
+            return  # a single retry has no schedule to grow
         jitter = " (jittered, but never growing)" if delay.jitter.present else ""
         yield self.at(
             policy,
