@@ -36,7 +36,7 @@ from .assertions import RetryCheckFailed
 from .clock import FakeClock
 from .downstream import FakeDownstream, Scenario
 from .population import ASYNC_START, ClientResult, is_async_client, run_async, run_sequential
-from .simulation import peak_count
+from .simulation import densest_window
 from .timeline import DEFAULT_MAX_VIRTUAL_TIME, SleepRecord, format_seconds
 from .trace import Trace, capture_trace
 
@@ -61,14 +61,14 @@ MIN_JUDGED_CLIENTS = 10
 #: that happen to retry together says nothing about the herd.
 MIN_JUDGED_SHARE = 0.1
 
-FIX = (
-    "fix: jitter every delay -- full jitter `delay = random.uniform(0, min(cap, base * 2 ** attempt))` spreads best; "
-    "equal jitter, decorrelated jitter or at least a ±50 % band also do (RETRY_DOCTRINE.md §1.3). In the libraries: "
-    "tenacity `wait=wait_random_exponential(multiplier=..., max=...)`; backoff: keep the default "
-    "`jitter=backoff.full_jitter` (not `jitter=None`); stamina: `wait_jitter` is added seconds, make it comparable to "
-    "`wait_max`; urllib3 `Retry(backoff_jitter=...)` is added seconds too, and its first retry is always immediate; "
-    "redis-py: `ExponentialWithJitterBackoff`, `EqualJitterBackoff` or `DecorrelatedJitterBackoff`."
-)
+FIX = """\
+fix: jitter every delay (RETRY_DOCTRINE.md §1.3): full jitter `delay = random.uniform(0, min(cap, base * 2 ** attempt))`
+  spreads best; equal jitter, decorrelated jitter or at least a ±50 % band also do. In the libraries:
+  tenacity: wait=wait_random_exponential(multiplier=..., max=...)
+  backoff:  keep the default jitter=backoff.full_jitter (not jitter=None)
+  stamina:  wait_jitter is added seconds: make it comparable to wait_max
+  urllib3:  Retry(backoff_jitter=...) is added seconds too, and its first retry is always immediate
+  redis-py: ExponentialWithJitterBackoff, EqualJitterBackoff or DecorrelatedJitterBackoff"""
 FIX_IMMEDIATE = "fix: wait before retrying, a jittered delay that grows (full jitter: `random.uniform(0, min(cap, base * 2 ** attempt))`)."
 
 
@@ -284,7 +284,7 @@ def _retry_stats(schedules: Sequence[Tuple[float, ...]], limits: DispersionLimit
         instants = sorted(s[k] for s in made)
         median_delay = statistics.median(s[k] - s[k - 1] for s in made)
         window = max(limits.window * median_delay, MIN_WINDOW)
-        peak, peak_at = _densest(instants, window)
+        peak, peak_at = densest_window(instants, window)
         iqr = _quartile_range(instants)
         if median_delay > MIN_WINDOW:
             spread = iqr / median_delay
@@ -293,17 +293,6 @@ def _retry_stats(schedules: Sequence[Tuple[float, ...]], limits: DispersionLimit
         judged = k >= limits.from_retry and len(made) >= needed
         stats.append(RetryStats(k, len(made), median_delay, window, peak, peak_at, spread, instants[0], instants[-1], judged))
     return tuple(stats)
-
-
-def _densest(instants: Sequence[float], window: float) -> Tuple[int, float]:
-    """The most sorted ``instants`` within ``window`` of each other, and where that window starts."""
-    best, best_at, start = 0, instants[0] if instants else 0.0, 0
-    for end, at in enumerate(instants):
-        while at - instants[start] > window:
-            start += 1
-        if end - start + 1 > best:
-            best, best_at = end - start + 1, instants[start]
-    return best, best_at
 
 
 def _judge(report: DispersionReport, forever: Optional[str]) -> Tuple[str, ...]:

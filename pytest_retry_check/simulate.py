@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .backoffs import AWS_STRATEGIES, KINDS, PolicyStrategy, builtin, policy_at
-from .simulation import AWS_REFERENCE, CapacityModel, ConflictModel, Network, SimulationResult, compare, format_comparison
+from .simulation import AWS_REFERENCE, CapacityModel, ConflictModel, Network, SimulationResult, compare, format_comparison, result_grid
 
 __all__ = ["PlotUnavailable", "main", "ordering_checks", "write_plot"]
 
@@ -206,12 +206,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _peaks(results: Sequence[SimulationResult]) -> str:
-    counts = sorted({r.clients for r in results})
-    labels: List[str] = []
-    for r in results:
-        if r.label not in labels:
-            labels.append(r.label)
-    by_key = {(r.label, r.clients): r for r in results}
+    counts, labels, by_key = result_grid(results)
     width = max(len("peak load"), *(len(label) for label in labels))
     window = results[0].load_window
     lines = [f"{'peak load':<{width}}" + "".join(f"  {f'{c} clients':>12}" for c in counts) + f"   (calls per {window:g} s, mean of runs)"]

@@ -217,15 +217,21 @@ class RunResult:
         return counts
 
 
-def peak_count(times: Sequence[float], window: float) -> int:
-    """Largest number of sorted ``times`` within ``window`` of each other (sliding window)."""
-    best = start = 0
+def densest_window(times: Sequence[float], window: float) -> Tuple[int, float]:
+    """The most of the sorted ``times`` within ``window`` of each other (a sliding window), and
+    where that window starts."""
+    best, best_at, start = 0, (times[0] if times else 0.0), 0
     for end, at in enumerate(times):
         while at - times[start] > window:
             start += 1
         if end - start + 1 > best:
-            best = end - start + 1
-    return best
+            best, best_at = end - start + 1, times[start]
+    return best, best_at
+
+
+def peak_count(times: Sequence[float], window: float) -> int:
+    """Largest number of sorted ``times`` within ``window`` of each other."""
+    return densest_window(times, window)[0]
 
 
 @dataclass(frozen=True)
@@ -534,14 +540,18 @@ def aws_comparison(*, runs: int = 100, clients: Sequence[int] = (50, 100), seed:
     return compare(policies, clients=clients, runs=runs, model=ConflictModel(), seed=seed)
 
 
-def format_comparison(results: Sequence[SimulationResult], *, reference: Optional[Dict[int, Dict[str, Tuple[float, float]]]] = None) -> str:
-    """A table: one row per policy, per client count "calls / completion" (and the reference)."""
-    counts = sorted({r.clients for r in results})
+def result_grid(results: Sequence[SimulationResult]) -> Tuple[List[int], List[str], Dict[Tuple[str, int], SimulationResult]]:
+    """The client counts, the policy labels (in first-seen order) and the results by (label, count)."""
     labels: List[str] = []
     for r in results:
         if r.label not in labels:
             labels.append(r.label)
-    by_key = {(r.label, r.clients): r for r in results}
+    return sorted({r.clients for r in results}), labels, {(r.label, r.clients): r for r in results}
+
+
+def format_comparison(results: Sequence[SimulationResult], *, reference: Optional[Dict[int, Dict[str, Tuple[float, float]]]] = None) -> str:
+    """A table: one row per policy, per client count "calls / completion" (and the reference)."""
+    counts, labels, by_key = result_grid(results)
     kinds = {builtin(kind).name: kind for kind in AWS_STRATEGIES}
     width = max(len("strategy"), *(len(label) for label in labels))
     runs = max(len(r.runs) for r in results)
@@ -564,7 +574,7 @@ def format_comparison(results: Sequence[SimulationResult], *, reference: Optiona
             if ref is not None:
                 cell += f" (ref {ref[0]:,.0f} / {ref[1]:,.0f})"
             if r is not None and r.gave_up:
-                cell += f" [{r.gave_up:,.0f} gave up]"
+                cell += f" [{r.gave_up:,.{0 if r.gave_up >= 10 else 1}f} gave up]"
             if r is not None and r.unfinished:
                 cell += f" [{r.unfinished:,} unfinished]"
             row += f"  {cell:>36}"

@@ -11,7 +11,9 @@ because a lock-step herd is 100 % whatever the count.
 
 import asyncio
 import random
+import re
 import time
+from pathlib import Path
 
 import backoff
 import pytest
@@ -38,6 +40,8 @@ from pytest_retry_check import (
 from pytest_retry_check.dispersion import herd_scenarios
 
 from .herd_clients import FAILING, PASSING, make_async_client, make_client
+
+pytest_plugins = ["pytester"]
 
 PASS_CLIENTS = 150
 FAIL_CLIENTS = 60
@@ -95,8 +99,8 @@ def test_the_failure_shows_a_histogram_the_peak_window_and_the_fix():
     full = [row for row in rows if row.rstrip().endswith(str(FAIL_CLIENTS)) or "<- peak" in row]
     assert len(full) == 5 and len(rows) > 10
     assert "<- peak: retry #1 of 60/60 clients within 0.100 s" in message
-    assert "fix: jitter every delay -- full jitter `delay = random.uniform(0, min(cap, base * 2 ** attempt))`" in message
-    assert "tenacity `wait=wait_random_exponential" in message
+    assert "fix: jitter every delay (RETRY_DOCTRINE.md §1.3): full jitter `delay = random.uniform(0, min(cap, base * 2 ** attempt))`" in message
+    assert "  tenacity: wait=wait_random_exponential(multiplier=..., max=...)" in message
 
 
 def test_a_token_jitter_is_named_as_too_small():
@@ -493,3 +497,77 @@ def test_urllib3_through_requests_and_real_sockets_matches_the_driven_retry():
     assert over_http.common_schedule == driven.common_schedule == (0.0, 0.0, 1.0, 3.0, 7.0, 15.0)
     assert_herd(over_http, share=1.0)
     assert set(over_http.outcomes) == {"raised"}  # RetryError after 6 attempts, before the outage ended
+
+
+# -- as a user meets it ---------------------------------------------------------------------
+def test_a_user_sees_the_histogram_and_the_fix_in_pytests_output(pytester):
+    pytester.makepyfile(
+        """
+        import random
+        import time
+
+        def fetch(downstream, jitter):
+            for attempt in range(1, 7):
+                try:
+                    return downstream()
+                except ConnectionError:
+                    delay = min(20, 2 ** attempt)
+                    time.sleep(random.uniform(0, delay) if jitter else delay)
+
+        def test_without_jitter(herd_check):
+            herd_check(lambda ds: fetch(ds, jitter=False), clients=50)
+
+        def test_with_jitter(herd_check):
+            herd_check(lambda ds: fetch(ds, jitter=True), clients=50)
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:hypothesispytest", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*herd_check(lambda ds: fetch(ds, jitter=False), clients=50)*",  # pytest points at the user's line
+            "E*retry check 'dispersed' failed: clients that failed together retry together (a thundering herd)",
+            "E*- 50 of 50 clients followed exactly the same schedule (retries at +2.000 s, +6.000 s, +14.000 s, +30.000 s)*",
+            "E*+2 s |#*50  <- peak: retry #1 of 50/50 clients within 0.200 s",
+            "E*fix: jitter every delay*",
+        ]
+    )
+    assert "dispersion.py" not in result.stdout.str()  # our frames are hidden from the traceback
+
+
+ORDERS = '''
+import tenacity
+
+
+@tenacity.retry(
+    stop=tenacity.stop_after_attempt(8),
+    wait=tenacity.wait_random_exponential(multiplier=1, max=20),
+    retry=tenacity.retry_if_exception_type(ConnectionError),
+    reraise=True,
+)
+def fetch_order(call, order_id):
+    return call(order_id)
+'''
+
+
+def herd_doc_blocks():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "plugin.md").read_text()
+    section = doc[doc.index("## Thundering herds") : doc.index("## Contention")]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_the_docs_herd_examples_run_as_written(pytester):
+    blocks = herd_doc_blocks()
+    assert len(blocks) == 2
+    pytester.mkpydir("myservice")
+    pytester.path.joinpath("myservice", "orders.py").write_text(ORDERS)
+    pytester.makepyfile(test_herd=blocks[0], test_herd_recipe=blocks[1])
+    # 100 clients instead of the fixture's 300: the same verdict, a third of the time.
+    pytester.makeconftest(
+        "import pytest\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.herd_check(clients=100))\n"
+    )
+    result = pytester.runpytest_inprocess("-p", "no:xdist", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(passed=3)
