@@ -225,7 +225,10 @@ class PolicyStrategy(Strategy):
         r = self._range(k, previous)
         if not (known(r.low) and known(r.high)):  # cannot happen once the first one is known; be explicit
             raise ValueError(f"retrylint gives no delay range for retry {k} of {self.name}")
-        return float(r.low), float(r.high) - float(r.low)
+        low, high = float(r.low), float(r.high)
+        if high == math.inf:  # an uncapped exponential overflowed: the client waits past any horizon
+            return math.inf, 0.0
+        return low, high - low
 
     def sampler(self, rng: random.Random) -> DelayFn:
         rand = rng.random

@@ -207,6 +207,7 @@ def test_an_http_client_meets_the_same_server_each_client_with_fresh_call_number
         (lambda: dispersion_of([[0, 2, 1], [0, 1]]), "must not go backwards"),
         (lambda: dispersion_of(["abc", "def"]), "a run is a Trace"),
         (lambda: assert_dispersed(measure_dispersion(make_client("full"), clients=10), clients=20), "takes no keywords"),
+        (lambda: herd_scenarios(min_outage=5, max_outage=1), "need 0 < min_outage <= max_outage"),
     ],
 )
 def test_bad_input_gets_a_clear_message(call, message):
@@ -262,7 +263,7 @@ def test_under_hypothesis_a_herd_is_a_plain_falsifying_example():
     assert len(tried) == 2  # the first example failed; hypothesis replayed it to report it
 
 
-def test_the_fixture_takes_marker_defaults(herd_check, fake_clock, request):
+def test_the_fixture_nests_inside_the_tests_own_clock(herd_check, fake_clock):
     # The check runs on its own clock, nested: the test's clock is left as it was.
     fake_clock.advance(5)
     report = herd_check(make_client("full"), clients=100)

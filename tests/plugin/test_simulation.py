@@ -335,6 +335,13 @@ def test_a_policy_that_never_stops_hits_the_guards():
     assert result.unfinished == 50 and result.calls == 20_000
     slow = simulate(Backoff("exponential", base=1, cap=60), clients=10, model=model, horizon=600)
     assert slow.unfinished == 10 and slow.completion == 600
+    # retrylint's model of an uncapped exponential overflows to an infinite delay (2000 s, then
+    # 2000 * 1e305 = inf): a clean stop at the horizon, not a NaN in the event queue.
+    from retrylint.model import Bound, Delay, DelayKind, Location, RetryPolicy
+
+    uncapped = RetryPolicy("loop", Bound(), Delay(DelayKind.EXPONENTIAL, base=2000.0, factor=1e305), Location(1, 1, 1, 1))
+    forever = simulate(uncapped, clients=10, model=model, horizon=3600)
+    assert forever.unfinished == 10 and forever.calls == 20 and forever.completion == 3600
 
 
 @pytest.mark.parametrize(
