@@ -150,6 +150,8 @@ def check_source(
         rule = rule_class()
         diagnostics = []
         for policy in policies:
+            if policy.bound.never_retries:
+                continue
             fix = None
             for index, diagnostic in enumerate(rule.check(policy, settings)):
                 if index == 0:

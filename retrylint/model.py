@@ -149,10 +149,17 @@ class Bound:
     attempts: Num = None
     deadline: Num = None
     text: str = ""
+    #: The library shortens the last wait to what is left of the deadline (backoff's ``max_time``).
+    clips_to_deadline: bool = False
 
     @property
     def unbounded(self) -> bool:
         return self.attempts is None and self.deadline is None
+
+    @property
+    def never_retries(self) -> bool:
+        """A single attempt (``stop_after_attempt(1)``, ``max_retries=0``): nothing to judge."""
+        return known(self.attempts) and float(self.attempts) <= 1  # type: ignore[arg-type]
 
     @property
     def retries(self) -> Num:

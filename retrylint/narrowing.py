@@ -77,6 +77,11 @@ def _holders(module: cst.Module, triggers: Sequence[Trigger]) -> Set[cst.CSTNode
     """The module, classes and functions that contain a candidate site (one pass, bottom-up)."""
     holders: Set[cst.CSTNode] = set()
     tests = [trigger.node for trigger in triggers]
+    derived = _derived_classes(module, tests)
+    if derived:
+        # ``class LoggingRetry(Retry)`` and the calls that build one are sites too.
+        tests.append(lambda node: isinstance(node, cst.ClassDef) and node.name.value in derived)
+        tests.append(lambda node: isinstance(node, cst.Call) and _last(node.func) in derived)
 
     def visit(node: cst.CSTNode) -> bool:
         found = False
@@ -91,6 +96,44 @@ def _holders(module: cst.Module, triggers: Sequence[Trigger]) -> Set[cst.CSTNode
 
     visit(module)
     return holders
+
+
+def _derived_classes(module: cst.Module, tests: List[Callable[[cst.CSTNode], bool]]) -> Set[str]:
+    """Names of classes whose base would be a site if it were called (subclasses of library classes)."""
+    classes = [n for n in _walk(module) if isinstance(n, cst.ClassDef) and n.bases]
+    if not classes:
+        return set()
+    derived: Set[str] = set()
+    changed = True
+    while changed:  # a subclass of a subclass
+        changed = False
+        for node in classes:
+            if node.name.value in derived:
+                continue
+            for base in node.bases:
+                probe = cst.Call(func=base.value)
+                if _last(base.value) in derived or any(test(probe) for test in tests):
+                    derived.add(node.name.value)
+                    changed = True
+                    break
+    return derived
+
+
+def _last(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return ""
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, (cst.BaseSmallStatement, cst.BaseExpression)):
+            stack.extend(children(current))
 
 
 def _placeholder(module: cst.Module, node: cst.BaseStatement, indented: bool = False) -> cst.BaseStatement:

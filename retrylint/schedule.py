@@ -128,6 +128,7 @@ def schedule(policy: RetryPolicy, preview: int = UNBOUNDED_PREVIEW) -> Schedule:
     deadline = policy.bound.deadline
     ranges: List[DelayRange] = []
     waited = 0.0
+    waited_low = 0.0  # the least the earlier delays can have taken
     previous: Optional[DelayRange] = None
     k = 0
     while True:
@@ -142,7 +143,11 @@ def schedule(policy: RetryPolicy, preview: int = UNBOUNDED_PREVIEW) -> Schedule:
         if k > 10_000:
             break
         r = delay_range(policy.delay, k, previous)
+        if policy.bound.clips_to_deadline and known(deadline):
+            r = _clipped(r, float(deadline), waited_low, waited)  # type: ignore[arg-type]
         ranges.append(r)
+        if known(r.low):
+            waited_low += float(r.low)  # type: ignore[arg-type]
         previous = r
         step = r.expected if known(r.expected) else r.low
         if not known(step):
@@ -166,6 +171,15 @@ def schedule(policy: RetryPolicy, preview: int = UNBOUNDED_PREVIEW) -> Schedule:
         total_worst=total_worst,
         total_expected=total_expected,
     )
+
+
+def _clipped(r: DelayRange, deadline: float, waited_low: float, waited_expected: float) -> DelayRange:
+    """A delay cut to what is left of the deadline: at worst after the shortest earlier
+    delays, on average after the expected ones."""
+    high = min(float(r.high), deadline - waited_low) if known(r.high) else r.high  # type: ignore[arg-type]
+    expected = min(float(r.expected), deadline - waited_expected) if known(r.expected) else r.expected  # type: ignore[arg-type]
+    low = min(float(r.low), float(high)) if known(r.low) and known(high) else r.low  # type: ignore[arg-type]
+    return DelayRange(low, high, expected)
 
 
 def _sum(values) -> Num:
@@ -207,7 +221,7 @@ def largest_reachable_delay(policy: RetryPolicy) -> Num:
     elif bound.attempts is UNKNOWN:
         return UNKNOWN
     if known(bound.deadline):
-        value = _largest_before_deadline(delay, float(bound.deadline))  # type: ignore[arg-type]
+        value = _largest_before_deadline(delay, float(bound.deadline), bound.clips_to_deadline)  # type: ignore[arg-type]
         if not known(value):
             return UNKNOWN if not candidates else candidates[0]
         candidates.append(float(value))  # type: ignore[arg-type]
@@ -227,8 +241,11 @@ def _previous_for(delay: Delay, k: int) -> Optional[DelayRange]:
     return previous
 
 
-def _largest_before_deadline(delay: Delay, deadline: float) -> Num:
-    """The largest delay that still starts before ``deadline`` seconds of waiting have passed."""
+def _largest_before_deadline(delay: Delay, deadline: float, clips: bool = False) -> Num:
+    """The largest delay that still starts before ``deadline`` seconds of waiting have passed.
+
+    ``clips``: the wait itself is cut to what is left of the deadline.
+    """
     waited = 0.0
     largest = 0.0
     for k in range(1, 10_001):
@@ -238,6 +255,8 @@ def _largest_before_deadline(delay: Delay, deadline: float) -> Num:
         if not known(d):
             return UNKNOWN
         d = float(d)  # type: ignore[arg-type]
+        if clips:
+            d = min(d, deadline - waited)
         if d == INF:
             return INF
         largest = max(largest, d)

@@ -31,6 +31,7 @@ DEFAULT_PERMANENT_EXCEPTIONS: Tuple[str, ...] = (
     "json.decoder.JSONDecodeError",
     "simplejson.JSONDecodeError",
     "simplejson.errors.JSONDecodeError",
+    "simplejson.scanner.JSONDecodeError",
     "jsonschema.ValidationError",
     "jsonschema.exceptions.ValidationError",
     "jsonschema.SchemaError",
@@ -42,6 +43,8 @@ DEFAULT_PERMANENT_EXCEPTIONS: Tuple[str, ...] = (
     "marshmallow.exceptions.ValidationError",
     "django.core.exceptions.ValidationError",
     "django.core.exceptions.ObjectDoesNotExist",
+    # A Django model's own lookup error: ``Order.DoesNotExist``.
+    "DoesNotExist",
     "django.core.exceptions.PermissionDenied",
     "requests.exceptions.InvalidURL",
     "requests.exceptions.MissingSchema",

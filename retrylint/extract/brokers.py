@@ -326,8 +326,10 @@ class Brokers:
         if family == PUBSUB and method == "pull":
             queue = self._pull_subscription(call, queue)
         destination = self.names.classify_all(_args(call, spec.to)) if spec.to else UNKNOWN_QUEUE
-        rate_given = (_arg(call, spec.rate) is not None) if spec.rate is not None else None
         opaque = any(a.star == "**" for a in call.args)
+        rate_given = None
+        if spec.rate is not None and (_arg(call, spec.rate) is not None or not opaque):
+            rate_given = _arg(call, spec.rate) is not None  # with **kwargs it may be in them
         return BrokerCall(
             call, family, spec.role, method, queue, tuple(body), tuple(_args(call, spec.attributes)),
             attribute_keywords, callbacks, bounded, destination, rate_given, opaque,

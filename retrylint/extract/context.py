@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
@@ -19,6 +20,10 @@ from libcst.metadata.scope_provider import Scope
 from ..model import Location
 from ..settings import Settings
 from ..syntax import children, dotted_name, walk
+
+
+#: Libraries vendored inside another package (``pip._vendor.urllib3``, ``botocore.vendored.requests``).
+_VENDORED = re.compile(r"^[\w.]*?\.(?:_vendor|vendored|_vendored|vendor|_vendored_packages)\.(.+)$")
 
 
 @dataclass(frozen=True)
@@ -56,11 +61,17 @@ class ModuleContext:
                 self._parents[child] = node
                 stack.append(child)
         self._binding_cache: Dict[Tuple[int, str], Tuple[Binding, ...]] = {}
+        self._bases: Optional[Dict[str, FrozenSet[str]]] = None
 
     # ------------------------------------------------------------ metadata
 
-    def qualified_names(self, node: cst.CSTNode) -> FrozenSet[str]:
-        """Qualified names of an expression, ``builtins.`` dropped: ``time.sleep``, ``ValueError``."""
+    def qualified_names(self, node: cst.CSTNode, inherited: bool = False) -> FrozenSet[str]:
+        """Qualified names of an expression, ``builtins.`` dropped: ``time.sleep``, ``ValueError``.
+
+        ``inherited`` adds the bases of classes defined here (for calls that build
+        objects); exception names never take it: ``class Transient(Exception)`` is not
+        a catch-all.
+        """
         value = self._qnames.get(node)
         if isinstance(value, LazyValue):
             value = value()
@@ -72,7 +83,46 @@ class ModuleContext:
             if name.startswith("builtins."):
                 name = name[len("builtins.") :]
             out.add(name)
+            vendored = _VENDORED.match(name)
+            if vendored:  # pip._vendor.urllib3.Retry is urllib3.Retry
+                out.add(vendored.group(1))
+        bases = self._inherited() if inherited else None
+        if bases:
+            for name in list(out):
+                out.update(bases.get(name, ()))
         return frozenset(out)
+
+    def _inherited(self) -> Dict[str, FrozenSet[str]]:
+        """Classes defined in this module → the qualified names of their bases, transitively.
+
+        ``class LoggingRetry(Retry)`` makes ``LoggingRetry(total=5)`` a ``urllib3`` Retry
+        for every extractor.
+        """
+        if self._bases is None:
+            self._bases = {}
+            direct: Dict[str, Set[str]] = {}
+            for node in walk(self.module, skip=()):
+                if isinstance(node, cst.ClassDef) and node.bases:
+                    own = self._qnames.get(node)
+                    if isinstance(own, LazyValue):
+                        own = own()
+                    bases = set()
+                    for arg in node.bases:
+                        bases |= self.qualified_names(arg.value)
+                    for q in own or ():
+                        direct.setdefault(q.name, set()).update(bases)
+            for name in direct:
+                seen: Set[str] = set()
+                stack = list(direct[name])
+                while stack:
+                    base = stack.pop()
+                    if base in seen:
+                        continue
+                    seen.add(base)
+                    stack.extend(direct.get(base, ()))
+                seen.discard(name)
+                self._bases[name] = frozenset(seen)
+        return self._bases
 
     def is_call_to(self, node: cst.CSTNode, names: Iterable[str]) -> bool:
         if not isinstance(node, cst.Call):
@@ -83,7 +133,7 @@ class ModuleContext:
         """What a call calls: ``f(x)`` → f's names; ``make()(x)`` calls an unknown result."""
         if not isinstance(call.func, (cst.Name, cst.Attribute)):
             return frozenset()
-        return self.qualified_names(call.func)
+        return self.qualified_names(call.func, inherited=True)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self._parents.get(node)

@@ -137,6 +137,7 @@ class PayloadReader:
         self,
         ctx: ModuleContext,
         scope: cst.CSTNode,
+        #: Is the expression the received message as it came (``msg``, ``msg.value()``)?
         is_message: Callable[[cst.CSTNode], bool],
         fields: FieldNames,
     ) -> None:
@@ -167,7 +168,7 @@ class PayloadReader:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             return self._named(expr, role, depth)
         if isinstance(expr, cst.Subscript):
-            if self._mentions_message(expr):
+            if self.is_message(expr):
                 return Carried(message=True) if role == BODY else unknown()
             if self._mentions_exception(expr):
                 return Carried(exception=True)
@@ -209,7 +210,7 @@ class PayloadReader:
             return Carried()
         if self.fields.field_of(name) is not None:
             return Carried(words={name})  # ``attempts``, ``self.request.retries``: the field itself
-        if self._mentions_message(expr):
+        if self.is_message(expr):
             return Carried(message=True) if role == BODY else unknown()
         if isinstance(expr, cst.Name):
             if self._is_exception(expr):
@@ -305,16 +306,13 @@ class PayloadReader:
             return out
         if isinstance(call.func, cst.Attribute) and method in _PASS_THROUGH_METHODS:
             return self.read(call.func.value, role, depth + 1)
-        if self._mentions_message(call):
+        if self.is_message(call):  # msg.value(), message.body.decode()
             return Carried(message=True) if role == BODY else unknown()
         if names & {"type"} and self._mentions_exception(call):
             return Carried(exception=True)  # type(exc).__name__
         return unknown()
 
     # ------------------------------------------------------------ names
-
-    def _mentions_message(self, expr: cst.CSTNode) -> bool:
-        return any(isinstance(n, cst.Name) and self.is_message(n) for n in walk(expr))
 
     def _mentions_exception(self, expr: cst.CSTNode) -> bool:
         return any(isinstance(n, cst.Name) and self._is_exception(n) for n in walk(expr))

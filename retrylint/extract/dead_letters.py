@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -55,41 +55,52 @@ from .brokers import (
 from .context import ModuleContext
 from .dead_letter_context import ATTRIBUTES, BODY, CONTEXT_FIELDS, FieldNames, PayloadReader
 from .queue_names import UNKNOWN_QUEUE, QueueNames, QueueRef, compiled_pattern
-from .triggers_of_work import WorkTriggers, forever_loop
+from .triggers_of_work import WorkTriggers
 from .waits import sleep_of
 
 # ---------------------------------------------------------------- narrowing
 
-_SCHEDULING_CALLS = frozenset({"add_job", "do", "add_periodic_task", "schedule", "cron", "set_defaults", "Fire"})
-_DECORATORS = frozenset(
-    {"task", "shared_task", "command", "group", "scheduled_job", "periodic_task", "db_periodic_task", "repeat",
-     "crontab", "callback"}
-)
-_CANDIDATE_CALLS = ALL_METHODS | FACTORY_NAMES | _SCHEDULING_CALLS
-_DEFAULT_DLQ = compiled_pattern(r"dlq|dlx|dead[-_. ]?letter|poison|parking[-_. ]?lot|queue|topic")
+#: Calls that say, from another function, how an operation runs: consumer callbacks and
+#: schedulers. (Receives and clients matter in the publishing function, which its publish keeps.)
+_REGISTRATIONS = frozenset({"basic_consume", "subscribe", "consume", "Consumer", "register_callback", "add_job",
+                            "add_periodic_task"})
+#: Decorators of celery tasks (their queues) and scheduled jobs.
+_DECORATORS = frozenset({"task", "shared_task", "scheduled_job", "periodic_task", "db_periodic_task", "repeat",
+                         "crontab"})
+_QUEUE_WORDS = compiled_pattern(r"dlq|dlx|dead[-_. ]?letter|poison|parking[-_. ]?lot|queue|topic")
+_RUNNING_TEST = re.compile(r"running|alive|active|stop|shutdown|should_exit|keep_going|forever|closing|exit", re.I)
 
 
 def _candidate(node: cst.CSTNode) -> bool:
-    """What a DLQ operation, or what says how it runs, can be made of.
+    """What a DLQ operation, or what says from elsewhere how it runs, can be made of.
 
-    Broker calls (publish, receive, subscribe, clients), scheduler and CLI registrations,
-    decorators, ``while True`` loops (callers that run a replay forever) and ``self.x =``
-    assignments that name queues (read when the replay publishes to ``self.x``).
+    Publish and move calls; consumer and scheduler registrations; task and job decorators;
+    ``while True`` loops (a caller that runs a replay forever); ``self.x = …`` assignments
+    that create a client or name a queue (read when the operation uses ``self.x``).
     """
     if isinstance(node, cst.Call):
-        return last_name(node.func) in _CANDIDATE_CALLS
+        name = last_name(node.func)
+        if name in PUBLISH_METHODS or name in _REGISTRATIONS:
+            return True
+        if name == "do":  # schedule.every(5).minutes.do(job)
+            return "every" in {last_name(n.func) for n in walk(node.func) if isinstance(n, cst.Call)}
+        return name in ("schedule", "cron") and any(a.keyword is not None and a.keyword.value == "func" for a in node.args)
     if isinstance(node, cst.Decorator):
         expr = node.decorator
         return last_name(expr.func if isinstance(expr, cst.Call) else expr) in _DECORATORS
     if isinstance(node, cst.While):
-        return forever_loop(node) or is_true_literal(node.test)
+        return is_true_literal(node.test) or any(
+            _RUNNING_TEST.search(dotted_name(n) or "") for n in walk(node.test) if isinstance(n, (cst.Name, cst.Attribute))
+        )
     if isinstance(node, cst.Assign) and len(node.targets) == 1:
         target = node.targets[0].target
         if isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
-            value = node.value
+            value = unwrap_await(node.value)
             if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
                 return True
-            return bool(_DEFAULT_DLQ.search(target.attr.value) or _DEFAULT_DLQ.search(" ".join(
+            if isinstance(value, cst.Call) and last_name(value.func) in FACTORY_NAMES:
+                return True
+            return bool(_QUEUE_WORDS.search(target.attr.value) or _QUEUE_WORDS.search(" ".join(
                 dotted_name(n) or "" for n in walk(value) if isinstance(n, (cst.Name, cst.Attribute))
             )))
     return False
@@ -116,34 +127,65 @@ class Received:
 
 
 class MessageFlow:
-    """Names that hold received messages, in one function (or the module's top level)."""
+    """Names that hold received messages, in one function (or the module's top level).
+
+    ``messages`` holds every name whose value comes from a received message (what a replay
+    re-publishes may be re-wrapped: ``Message(body=msg.body)``); ``raw`` only those that hold
+    the message as it came (``msg``, ``msg.value()``, ``m["Body"]``, ``json.loads(body)``), which
+    a dead letter carries as "the original message" and nothing more.
+    """
 
     def __init__(self, scope: cst.CSTNode, extractor: "_Extractor") -> None:
         self.scope = scope
         self.x = extractor
         self.messages: Dict[str, Received] = {}
+        self.raw: Set[str] = set()
         if isinstance(scope, cst.FunctionDef):
             self._parameters(scope)
         for _ in range(2):  # assignments inside loops may feed names read earlier
             for node in walk(scope, skip=DEFERRED):
                 if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None:
-                    targets = node.targets if isinstance(node, cst.Assign) else [node]
-                    received = self.source_of(node.value)
-                    if received is not None:
-                        for target in targets:
-                            self._bind(target.target, received)
+                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                    self._assign(targets, node.value)
                 elif isinstance(node, cst.NamedExpr):
-                    received = self.source_of(node.value)
-                    if received is not None:
-                        self._bind(node.target, received)
+                    self._assign([node.target], node.value)
                 elif isinstance(node, (cst.For, cst.CompFor)):
                     received = self.source_of_iteration(node)
                     if received is not None:
-                        self._bind(node.target, received)
+                        self._bind(node.target, received, raw=self._raw_source(_iterated(node.iter)))
                 elif isinstance(node, cst.WithItem) and node.asname is not None:
-                    received = self.source_of(node.item)
-                    if received is not None:
-                        self._bind(node.asname.name, received)
+                    self._assign([node.asname.name], node.item)
+
+    def _assign(self, targets: Sequence[cst.CSTNode], value: cst.BaseExpression) -> None:
+        received = self.source_of(value)
+        if received is not None:
+            for target in targets:
+                self._bind(target, received, raw=self._raw_source(value))
+
+    def _raw_source(self, expr: cst.BaseExpression) -> bool:
+        """A receive call, a consumer, or plain access to a raw message."""
+        expr = unwrap_await(expr)
+        if isinstance(expr, cst.Call) and self.x.recognised(expr) is not None:
+            return True
+        if self.x.brokers.iterable_consumer(expr) is not None:
+            return True
+        return self.is_raw_access(expr)
+
+    def is_raw_access(self, expr: cst.CSTNode) -> bool:
+        """``msg``, ``msg.value()``, ``m["Body"]``, ``resp.get("Messages", [])``, ``json.loads(body)``."""
+        while True:
+            if isinstance(expr, cst.BaseExpression):
+                expr = unwrap_await(expr)
+            if isinstance(expr, cst.Name):
+                return expr.value in self.raw
+            if isinstance(expr, (cst.Attribute, cst.Subscript)):
+                expr = expr.value
+            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+                expr = expr.func.value  # msg.value(), body.decode(), resp.get("Messages", [])
+            elif isinstance(expr, cst.Call) and self.x.ctx.call_name(expr) & _DECODERS and expr.args:
+                expr = expr.args[0].value
+            else:
+                return False
 
     def _parameters(self, func: cst.FunctionDef) -> None:
         params = [p.name.value for p in func.params.params + func.params.posonly_params + func.params.kwonly_params]
@@ -158,14 +200,18 @@ class MessageFlow:
             # but not where they come from.
             for name in self.x.brokers.message_parameters(func):
                 self.messages[name] = Received(UNKNOWN_QUEUE, "unknown", func)
+                self.raw.add(name)
             return
         for name in params:
             self.messages[name] = received
+            self.raw.add(name)
 
-    def _bind(self, target: cst.CSTNode, received: Received) -> None:
+    def _bind(self, target: cst.CSTNode, received: Received, raw: bool) -> None:
         for node in walk(target):
             if isinstance(node, cst.Name):
                 self.messages.setdefault(node.value, received)
+                if raw:
+                    self.raw.add(node.value)
 
     def source_of(self, expr: cst.BaseExpression) -> Optional[Received]:
         expr = unwrap_await(expr)
@@ -200,8 +246,11 @@ class MessageFlow:
         parent = self.x.ctx.parent(name)
         return not (isinstance(parent, cst.Attribute) and parent.attr is name)
 
-    def is_message(self, name: cst.CSTNode) -> bool:
-        return isinstance(name, cst.Name) and name.value in self.messages and self._is_local(name)
+    def is_message(self, expr: cst.CSTNode) -> bool:
+        """The raw message, or plain access to it (for the payload reader)."""
+        if isinstance(expr, cst.Name):
+            return expr.value in self.raw and self._is_local(expr)
+        return self.is_raw_access(expr)
 
 
 # ---------------------------------------------------------------- limits of a replay
@@ -261,6 +310,8 @@ def _in_body(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     return ctx.is_inside(node, loop.body) or node is loop.body  # type: ignore[attr-defined]
 
 
+_DECODERS = frozenset({"json.loads", "orjson.loads", "ujson.loads", "simplejson.loads", "pickle.loads",
+                       "msgpack.unpackb", "str", "bytes", "base64.b64decode"})
 _ITERATION_WRAPPERS = frozenset({"enumerate", "itertools.islice", "islice", "list", "iter", "reversed", "sorted"})
 
 

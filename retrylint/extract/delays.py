@@ -147,16 +147,23 @@ def classify(expr: Optional[cst.BaseExpression], env: DelayEnv) -> Delay:
     text = env.ctx.code(expr)
     shape = shape_of(expr, env)
     delay = to_delay(shape)
-    return replace(delay, text=text, honours_retry_after=_mentions_retry_after(expr, text, env))
+    # ``retry_after = 60`` is our own constant, whatever its name says.
+    server = not (shape.kind == "const" and known(shape.value)) and _mentions_retry_after(expr, text, env)
+    return replace(delay, text=text, honours_retry_after=server)
 
 
 def _mentions_retry_after(expr: cst.BaseExpression, text: str, env: DelayEnv) -> bool:
     """The delay comes from the server (``Retry-After``), directly or through a local name."""
-    texts = [text]
-    for name in _names_in(expr):
-        for binding in env.loop_writes.get(name, ()):
-            if binding.value is not None:
-                texts.append(env.ctx.code(binding.value))
+    values = [b.value for b in env.loop_writes.get(expr.value, ())] if isinstance(expr, cst.Name) else []
+    if values and all(v is not None for v in values):
+        # A local name says nothing by itself: ``retry_after = min(30 + n * 10, 1800)`` is ours.
+        texts = [env.ctx.code(v) for v in values]  # type: ignore[arg-type]
+    else:
+        texts = [text]
+        for name in _names_in(expr):
+            for binding in env.loop_writes.get(name, ()):
+                if binding.value is not None:
+                    texts.append(env.ctx.code(binding.value))
     return any(SERVER_CHOSEN.search(t) for t in texts)
 
 
@@ -286,6 +293,9 @@ def _written_in_loop(name: str, expr: cst.BaseExpression, writes: List[Binding],
             plain = scheduled
         if len(plain) == 1 and plain[0].value is not None:
             return _sub(plain[0].value, env)
+        reaching = _reaching_write(plain, expr, env)
+        if reaching is not None and reaching.value is not None:
+            return _sub(reaching.value, env)
         shapes = [_sub(w.value, env) for w in plain if w.value is not None]
         if shapes and len(shapes) == len(plain) and all(s == shapes[0] for s in shapes):
             return shapes[0]
@@ -318,6 +328,25 @@ def _written_in_loop(name: str, expr: cst.BaseExpression, writes: List[Binding],
     if cap is not None:
         shape = replace(shape, cap=cap)
     return shape
+
+
+def _reaching_write(writes: List[Binding], expr: cst.BaseExpression, env: DelayEnv) -> Optional[Binding]:
+    """The write that every path to ``expr`` goes through last: ``retry_after = 60`` just above
+    ``self.retry(countdown=retry_after)``, in a block around the use, with no other write between."""
+    ctx = env.ctx
+    try:
+        use_line = ctx.location(expr).line
+    except KeyError:
+        return None
+    blocks = {a for a in ctx.ancestors(expr) if isinstance(a, (cst.IndentedBlock, cst.Module))}
+    before = sorted((w for w in writes if 0 < _line(w, env) < use_line), key=lambda w: _line(w, env))
+    if not before:
+        return None
+    last = before[-1]
+    statement = next((a for a in ctx.ancestors(last.node) if isinstance(a, cst.SimpleStatementLine)), None)
+    if statement is not None and ctx.parent(statement) in blocks:
+        return last
+    return None
 
 
 def _line(binding: Binding, env: DelayEnv) -> int:

@@ -75,6 +75,8 @@ _STREAM_READS = frozenset(
         "readuntil", "read_message", "poll", "consume", "pop", "popleft", "get_message", "get_nowait", "accept",
     }
 )
+#: Receivers of ``.get()`` that are queues: ``queue``, ``self._score_queue``, ``q``, ``work_q``, ``inbox``.
+_QUEUE_NAME = re.compile(r"queue|^_?q$|_q$|inbox|mailbox", re.IGNORECASE)
 #: Calls that only report a failure (logging, metrics, callbacks): they do not decide or wait.
 _REPORTING = re.compile(
     r"^_*(debug|info|warning|warn|error|exception|critical|log\w*|print|format|\w*record\w*|\w*metric\w*|"
@@ -187,8 +189,11 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     loop_trys = _loop_trys(loop, ctx)
     trys = [_analyse_try(t, loop, ctx, result_names, _secondary(t, loop_trys, loop, ctx)) for t in loop_trys]
     # A try around reading the next item of a stream retries nothing: it reads new data.
+    reads = _stream_read_lines(loop, ctx)
     retry_trys = [
-        t for t in trys if t.retrying and t.success_exit and t.operation is not None and not _is_stream_read(t.operation)
+        t for t in trys
+        if t.retrying and t.success_exit and t.operation is not None and not _is_stream_read(t.operation)
+        and not any(line < ctx.location(t.operation).line for line in reads)
     ]
     status = _status_site(loop, ctx, writes)
     if not retry_trys and status is None:
@@ -228,11 +233,26 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     )
 
 
+def _stream_read_lines(loop: cst.CSTNode, ctx: ModuleContext) -> List[int]:
+    """Lines where each round takes the next item (``item = queue.get()``): a failure after
+    that is about this item, and going round again takes another."""
+    lines = []
+    for node in walk_local(loop.body):
+        if isinstance(node, cst.Call) and _is_stream_read(node) and not _in_handler(node, loop, ctx):
+            lines.append(ctx.location(node).line)
+    return lines
+
+
 def _is_stream_read(call: cst.Call) -> bool:
-    """``self.resp.content.readline()``, ``sock.recv(n)``: not ``urlopen(url).read()``."""
+    """``self.resp.content.readline()``, ``sock.recv(n)``, ``self._queue.get(timeout=1)``:
+    not ``urlopen(url).read()`` nor ``requests.get(url)``."""
     func = call.func
     if isinstance(func, cst.Attribute):
-        return func.attr.value in _STREAM_READS and isinstance(func.value, (cst.Name, cst.Attribute))
+        if not isinstance(func.value, (cst.Name, cst.Attribute)):
+            return False
+        if func.attr.value == "get":
+            return bool(_QUEUE_NAME.search(func.value.attr.value if isinstance(func.value, cst.Attribute) else func.value.value))
+        return func.attr.value in _STREAM_READS
     return isinstance(func, cst.Name) and func.value in ("next", "anext")
 
 

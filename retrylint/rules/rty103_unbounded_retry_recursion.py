@@ -59,6 +59,18 @@ class UnboundedRetryRecursion(Rule):
     VALID = [
         Valid(
             """
+            def load(self):
+                try:
+                    table = self.client.load_table(self.name)
+                except TableNotFound:
+                    self.client.create_table(self.name, self.schema)
+                    return self.load()
+                return table
+            """,
+            "the handler creates what was missing before running again: a repair, not a retry",
+        ),
+        Valid(
+            """
             import time, requests
             def fetch(url, retries=3):
                 try:

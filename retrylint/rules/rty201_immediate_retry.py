@@ -66,6 +66,39 @@ class ImmediateRetry(Rule):
     VALID = [
         Valid(
             """
+            import json, logging, queue
+
+            def next_batch(self):
+                batch = []
+                while len(batch) < self.batch_size:
+                    try:
+                        item = self._events.get(block=True, timeout=1)
+                        try:
+                            batch.append(json.loads(json.dumps(item)))
+                        except Exception:
+                            logging.warning("dropping an event that does not serialize")
+                            continue
+                    except queue.Empty:
+                        break
+                return batch
+            """,
+            "the failing step works on the item just taken from the queue; the next round takes another",
+        ),
+        Valid(
+            """
+            import time, backoff
+
+            def wait_retry_after(details):
+                time.sleep(float(details["exception"].retry_after))
+
+            @backoff.on_exception(backoff.constant, RateLimited, interval=0, jitter=None, on_backoff=wait_retry_after, max_tries=5)
+            def fetch(client, url):
+                return client.get(url)
+            """,
+            "`interval=0` with an `on_backoff` handler: the handler does the waiting",
+        ),
+        Valid(
+            """
             import random, time
             def fetch(call):
                 for attempt in range(5):
@@ -201,6 +234,17 @@ class ImmediateRetry(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import backoff, requests
+
+            @backoff.on_exception(backoff.constant, requests.ConnectionError, interval=0, max_tries=5)
+            def fetch(url):
+                return requests.get(url, timeout=10)
+            """,
+            line=4,
+            message="immediately",
+        ),
         Invalid(
             """
             def fetch(client, url):

@@ -180,6 +180,43 @@ class FixedDelayRetry(Rule):
     INVALID = [
         Invalid(
             """
+            from celery import shared_task
+
+            @shared_task(bind=True)
+            def send_mail(self, mail_id):
+                try:
+                    attach_tickets(mail_id)
+                except TicketsNotReady:
+                    retry_after = 60
+                    mark_waiting(mail_id, retry_after)
+                    self.retry(max_retries=5, countdown=retry_after)
+                try:
+                    deliver(mail_id)
+                except SMTPError:
+                    retry_after = min(30 + self.request.retries * 10, 1800)
+                    self.retry(max_retries=5, countdown=retry_after)
+            """,
+            line=11,
+            message="1 min",
+        ),
+        Invalid(
+            """
+            from myproject.worker import app
+            from myproject.locking import LockTimeout
+
+            @app.task(bind=True, max_retries=5, default_retry_delay=1)
+            def add_to_cart(self, cart_id, items):
+                try:
+                    with lock(cart_id):
+                        save(cart_id, items)
+                except LockTimeout:
+                    self.retry()
+            """,
+            line=11,
+            message="1 s",
+        ),
+        Invalid(
+            """
             import time
             def fetch(client, url):
                 for attempt in range(5):

@@ -83,6 +83,28 @@ class BackoffWithoutJitter(Rule):
     VALID = [
         Valid(
             """
+            from urllib3.util import retry
+
+            def make_retry(**options):
+                return retry.Retry(total=5, backoff_factor=0.5, **options)
+            """,
+            "`**options` may carry `backoff_jitter`",
+        ),
+        Valid(
+            """
+            import httpx
+            from urllib3.util.retry import Retry
+
+            def make_retry(total, backoff_factor):
+                return Retry(total=total, backoff_factor=backoff_factor, status_forcelist=[502, 503])
+
+            def make_transport(config):
+                return httpx.HTTPTransport(retries=config.max_retries)
+            """,
+            "a backoff factor or retry count passed in: the shape of the schedule is the caller's",
+        ),
+        Valid(
+            """
             import random, time
             def fetch(call):
                 for attempt in range(6):
@@ -214,6 +236,43 @@ class BackoffWithoutJitter(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            from urllib3.util import retry
+
+            try:
+                ANY_METHOD = {"allowed_methods": None}
+            except AttributeError:
+                ANY_METHOD = {"method_whitelist": None}
+
+            DEFAULT_RETRY = retry.Retry(connect=1, read=1, status=4, backoff_factor=0.5, **ANY_METHOD)
+            """,
+            line=9,
+            message="without jitter",
+        ),
+        Invalid(
+            """
+            from pip._vendor import urllib3
+
+            retries = urllib3.Retry(total=5, backoff_factor=0.25, status_forcelist=[500, 502, 503])
+            """,
+            line=4,
+            message="without jitter",
+        ),
+        Invalid(
+            """
+            from urllib3.util.retry import Retry
+
+            class LoggingRetry(Retry):
+                def increment(self, *args, **kwargs):
+                    log.warning("retrying %s", args)
+                    return super().increment(*args, **kwargs)
+
+            RETRY = LoggingRetry(total=5, backoff_factor=0.5, status_forcelist=[502, 503])
+            """,
+            line=9,
+            message="without jitter",
+        ),
         Invalid(
             """
             import time

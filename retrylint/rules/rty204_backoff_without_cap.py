@@ -70,6 +70,16 @@ class BackoffWithoutCap(Rule):
     VALID = [
         Valid(
             """
+            import backoff, requests
+
+            @backoff.on_exception(backoff.expo, requests.ConnectionError, max_time=180)
+            def fetch(url):
+                return requests.get(url, timeout=10)
+            """,
+            "backoff cuts the last wait to what is left of max_time: 1, 2 … 64 s, then 53 s",
+        ),
+        Valid(
+            """
             import random, time
             def fetch(call):
                 for attempt in range(30):

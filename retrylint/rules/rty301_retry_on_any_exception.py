@@ -54,6 +54,36 @@ class RetryOnAnyException(Rule):
     VALID = [
         Valid(
             """
+            import logging, queue
+
+            def next_batch(self):
+                batch = []
+                while len(batch) < self.batch_size:
+                    try:
+                        item = self._queue.get(block=True, timeout=1)
+                        batch.append(self.serialize(item))
+                    except queue.Empty:
+                        break
+                    except Exception:
+                        logging.exception("dropping an item that would not serialize")
+                        self._queue.task_done()
+                return batch
+            """,
+            "each round takes the next item of a queue: going round again reads new work",
+        ),
+        Valid(
+            """
+            from tenacity import Retrying, stop_after_attempt
+
+            def run_once(task):
+                for attempt in Retrying(stop=stop_after_attempt(1), reraise=True):
+                    with attempt:
+                        return task()
+            """,
+            "a single attempt retries nothing",
+        ),
+        Valid(
+            """
             import random, time
             def fetch(call):
                 for attempt in range(5):

@@ -189,6 +189,21 @@ class RetryOnPermanentStatus(Rule):
             "httpx is_server_error",
         ),
         Valid(
+            """
+            import backoff, requests
+
+            def is_permanent(exc):
+                return exc.response is not None and 400 <= exc.response.status_code < 500
+
+            @backoff.on_exception(backoff.expo, requests.HTTPError, max_tries=5, max_value=20, giveup=is_permanent)
+            def fetch(url):
+                response = requests.get(url)
+                response.raise_for_status()
+                return response
+            """,
+            "backoff's `giveup=` lets 4xx out before a retry",
+        ),
+        Valid(
             '''
             def doc():
                 """if response.status_code != 200: retry() -- don't"""
@@ -320,7 +335,7 @@ class RetryOnPermanentStatus(Rule):
                 statuses.location,
             )
         for clause in policy.errors:
-            if not clause.raises_http_status or clause.checks_status:
+            if not clause.raises_http_status or clause.checks_status or clause.permanent_exit_before:
                 continue
             caught = ", ".join(f"`{n}`" for n in clause.names)
             yield self.at(

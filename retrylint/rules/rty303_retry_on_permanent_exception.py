@@ -180,6 +180,18 @@ class RetryOnPermanentException(Rule):
     INVALID = [
         Invalid(
             """
+            from myproject.celery import app
+            from myproject.models import Component
+
+            @app.task(trail=False, autoretry_for=(Component.DoesNotExist,), retry_backoff=60)
+            def update_glossary(pk):
+                Component.objects.get(pk=pk).update()
+            """,
+            line=5,
+            message="DoesNotExist",
+        ),
+        Invalid(
+            """
             import time
             def fetch(call):
                 for attempt in range(5):

@@ -53,6 +53,7 @@ def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
     bound = Bound(
         attempts=_count(max_tries, ctx),
         deadline=_count(max_time, ctx),
+        clips_to_deadline=True,  # _next_wait: min(seconds, max_time - elapsed)
     )
     if bound.unbounded and args.opaque:
         bound = Bound(attempts=UNKNOWN)
@@ -97,6 +98,11 @@ def _delay(args: Args, ctx: ModuleContext) -> Delay:
         return Delay(DelayKind.EXPONENTIAL, base=1.0, factor=_PHI, cap=cap, jitter=jitter, text=text)
     if name == "constant":
         interval = value(args.get("interval"), ctx, DEFAULTS["constant.interval"])
+        if interval == 0:
+            if args.given("on_backoff"):
+                # `interval=0` with a handler: the handler does the waiting (often Retry-After).
+                return Delay(DelayKind.UNKNOWN, text=f"interval=0, on_backoff={ctx.code(args.get('on_backoff'))}")
+            return Delay(DelayKind.NONE, text=f"{text}, interval=0")  # full jitter of 0 s is 0 s
         return Delay(DelayKind.FIXED, base=interval, jitter=jitter, text=text)
     if name == "runtime":
         # The wait comes from the result or the exception (e.g. a Retry-After header).

@@ -100,8 +100,16 @@ def _urllib3(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
     text = ctx.code(call)
     if known(factor) and float(factor) == 0:  # type: ignore[arg-type]
         delay = Delay(DelayKind.NONE, text=text)
+    elif not known(factor):
+        # A factor passed in may be 0 (immediate retries) or anything else: no shape to judge.
+        delay = Delay(DelayKind.UNKNOWN, text=f"backoff_factor={ctx.code(args.get('backoff_factor'))}")
     else:
-        jitter = Jitter(JitterKind.ADDITIVE, jitter_amount) if not (known(jitter_amount) and float(jitter_amount) == 0) else Jitter()  # type: ignore[arg-type]
+        if args.opaque and not args.given("backoff_jitter") and _may_pass(call, "backoff_jitter", ctx):
+            jitter = Jitter(JitterKind.UNKNOWN)  # `**kwargs` may carry backoff_jitter
+        elif known(jitter_amount) and float(jitter_amount) == 0:  # type: ignore[arg-type]
+            jitter = Jitter()
+        else:
+            jitter = Jitter(JitterKind.ADDITIVE, jitter_amount)
         delay = Delay(DelayKind.EXPONENTIAL, base=scaled(factor, 2.0), factor=2.0, cap=cap, jitter=jitter,
                       text=f"backoff_factor={ctx.code(args.get('backoff_factor'))}" if args.given("backoff_factor") else text,
                       first_immediate=True)
@@ -112,6 +120,37 @@ def _urllib3(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
         if codes is not None:
             statuses = RetriedStatuses(tuple(sorted(codes)), ctx.location(forcelist), f"status_forcelist={ctx.code(forcelist)}")
     return build("urllib3", call, ctx, bound, delay, (), description="urllib3 `Retry(...)`", statuses=statuses)
+
+
+def _may_pass(call: cst.Call, keyword: str, ctx: ModuleContext) -> bool:
+    """Whether ``*args``/``**kwargs`` in the call may carry ``keyword``: not when every
+    ``**`` is a dict literal (``**_ANY_METHOD``) without that key."""
+    for arg in call.args:
+        if arg.star == "*":
+            return True
+        if arg.star == "**":
+            for mapping in _dict_values(arg.value, ctx):
+                if not isinstance(mapping, cst.Dict):
+                    return True
+                for element in mapping.elements:
+                    if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                        return True
+                    if element.key.evaluated_value == keyword:
+                        return True
+    return False
+
+
+def _dict_values(expr: cst.BaseExpression, ctx: ModuleContext) -> List[Optional[cst.BaseExpression]]:
+    """What a ``**name`` can be: its one value, or each value of a name set in several
+    branches (``try: X = {...} except ImportError: X = {...}``)."""
+    resolved = resolve(expr, ctx)
+    if isinstance(resolved, cst.Name):
+        bindings = ctx.bindings(resolved)
+        if not bindings:
+            constant = ctx.module_constant(resolved.value)
+            return [constant]
+        return [b.value if b.kind == "assign" else None for b in bindings]
+    return [resolved]
 
 
 def _adapter(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
@@ -139,6 +178,11 @@ def _transport(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
     if known(count) and float(count) <= 0:  # type: ignore[arg-type]
         return None
     bound = Bound(attempts=float(count) + 1 if known(count) else UNKNOWN)  # type: ignore[arg-type]
+    if not known(count):
+        # httpcore waits 0 s before the first retry and 0.5 s before the second: whether a
+        # passed-in count ever reaches a growing delay is unknown.
+        delay = Delay(DelayKind.UNKNOWN, text=f"retries={ctx.code(retries_expr)} (httpcore backoff 0, 0.5, 1, 2 … s)")
+        return build("httpx", call, ctx, bound, delay, (), description=f"httpx `{last(call.func)}(retries=...)`")
     delay = Delay(DelayKind.EXPONENTIAL, base=DEFAULTS["httpcore.backoff_factor"], factor=2.0, cap=None, first_immediate=True,
                   text=f"retries={ctx.code(retries_expr)} (httpcore backoff 0, 0.5, 1, 2 … s)")
     return build("httpx", call, ctx, bound, delay, (), description=f"httpx `{last(call.func)}(retries=...)`")

@@ -11,6 +11,7 @@ retry options are sites.
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 import libcst as cst
@@ -66,18 +67,29 @@ def _task_decorators(ctx: ModuleContext) -> List[cst.Call]:
             continue
         call = node.decorator
         names = ctx.call_name(call)
-        if names & CELERY_TASKS or (last(call.func) == "task" and _is_celery_app(call.func, ctx)):
+        if names & CELERY_TASKS or (
+            last(call.func) == "task" and (_is_celery_app(call.func, ctx) or set(Args.of(call).keywords) & _RETRY_OPTIONS)
+        ):
             found.append(call)
     return found
 
 
+#: ``celery``, ``celery_app``, ``myproject.celery.app``: where projects keep their Celery app.
+_CELERY_MODULE = re.compile(r"(^|\.)celery\w*(\.|$)")
+
+
 def _is_celery_app(func: cst.BaseExpression, ctx: ModuleContext) -> bool:
+    """``app.task`` where ``app`` is a Celery app: built here, or imported from a celery module.
+
+    An app imported from elsewhere (``from myproject.worker import app``) is recognised by
+    the celery-only retry options the task passes instead.
+    """
     if not isinstance(func, cst.Attribute):
         return False
     receiver = resolve(func.value, ctx)
     if isinstance(receiver, cst.Call) and ctx.call_name(receiver) & {"celery.Celery", "celery.app.Celery"}:
         return True
-    return any(q.startswith("celery") for q in ctx.qualified_names(func))
+    return any(_CELERY_MODULE.search(q) for q in ctx.qualified_names(func))
 
 
 def _options(call: cst.Call, ctx: ModuleContext) -> Dict[str, cst.BaseExpression]:
