@@ -20,8 +20,9 @@ not re-synchronise clients whose instants already differ.
 
 Defaults (see :class:`DispersionLimits`): fail when more than 40 % of a retry lands in one window,
 when the spread is below 0.15, or when half the clients follow the same schedule. Full, equal
-and decorrelated jitter and a ±50 % band stay far below/above those lines (peak about 5-20 %,
-spread 0.33-1.0); no jitter (100 %, 0) and ±1 % (100 %, ~0.01) are far beyond them.
+and decorrelated jitter and a ±50 % band stay well inside those lines (300 clients, worst of 30
+runs: peak 11-23 %, spread 0.28 or more); no jitter (100 %, 0) and ±1 % (100 %, ~0.01) are far
+beyond them. docs/plugin.md has the table.
 """
 
 from __future__ import annotations
