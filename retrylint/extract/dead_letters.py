@@ -63,10 +63,10 @@ from .waits import sleep_of
 #: Calls that say, from another function, how an operation runs: consumer callbacks and
 #: schedulers. (Receives and clients matter in the publishing function, which its publish keeps.)
 _REGISTRATIONS = frozenset({"basic_consume", "subscribe", "consume", "Consumer", "register_callback", "add_job",
-                            "add_periodic_task"})
-#: Decorators of celery tasks (their queues) and scheduled jobs.
+                            "add_periodic_task", "parse_args", "parse_known_args", "set_defaults", "Fire"})
+#: Decorators of celery tasks (their queues), scheduled jobs and click/typer commands.
 _DECORATORS = frozenset({"task", "shared_task", "scheduled_job", "periodic_task", "db_periodic_task", "repeat",
-                         "crontab"})
+                         "crontab", "command", "group"})
 _QUEUE_WORDS = compiled_pattern(r"dlq|dlx|dead[-_. ]?letter|poison|parking[-_. ]?lot|queue|topic")
 _RUNNING_TEST = re.compile(r"running|alive|active|stop|shutdown|should_exit|keep_going|forever|closing|exit", re.I)
 
@@ -173,19 +173,12 @@ class MessageFlow:
 
     def is_raw_access(self, expr: cst.CSTNode) -> bool:
         """``msg``, ``msg.value()``, ``m["Body"]``, ``resp.get("Messages", [])``, ``json.loads(body)``."""
-        while True:
-            if isinstance(expr, cst.BaseExpression):
-                expr = unwrap_await(expr)
-            if isinstance(expr, cst.Name):
-                return expr.value in self.raw
-            if isinstance(expr, (cst.Attribute, cst.Subscript)):
-                expr = expr.value
-            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-                expr = expr.func.value  # msg.value(), body.decode(), resp.get("Messages", [])
-            elif isinstance(expr, cst.Call) and self.x.ctx.call_name(expr) & _DECODERS and expr.args:
-                expr = expr.args[0].value
-            else:
-                return False
+        for node in _access_chain(expr, self.x.ctx):
+            if isinstance(node, cst.Name):
+                return node.value in self.raw
+            if isinstance(node, cst.Call) and self.x.recognised(node) is not None:
+                return self.x.recognised(node).role == RECEIVE  # type: ignore[union-attr]
+        return False
 
     def _parameters(self, func: cst.FunctionDef) -> None:
         params = [p.name.value for p in func.params.params + func.params.posonly_params + func.params.kwonly_params]
@@ -214,14 +207,15 @@ class MessageFlow:
                     self.raw.add(node.value)
 
     def source_of(self, expr: cst.BaseExpression) -> Optional[Received]:
-        expr = unwrap_await(expr)
-        if isinstance(expr, cst.Call):
-            recognised = self.x.recognised(expr)
-            if recognised is not None and recognised.role == RECEIVE:
-                source = recognised.queue
-                if not source.known and isinstance(expr.func, cst.Attribute):
-                    source = self.x.brokers.queue_of_object(expr.func.value)
-                return Received(source, recognised.broker, expr, recognised.bounded)
+        # receive(...), receive(...)["Messages"], (await receive(...)).get("Messages", [])
+        for node in _access_chain(expr):
+            if isinstance(node, cst.Call):
+                recognised = self.x.recognised(node)
+                if recognised is not None and recognised.role == RECEIVE:
+                    source = recognised.queue
+                    if not source.known and isinstance(node.func, cst.Attribute):
+                        source = self.x.brokers.queue_of_object(node.func.value)
+                    return Received(source, recognised.broker, node, recognised.bounded)
         return self.mentioned(expr)
 
     def source_of_iteration(self, loop: cst.CSTNode) -> Optional[Received]:
@@ -308,6 +302,25 @@ def batch_limited(loops: Sequence[cst.CSTNode], received: Optional[Received], ct
 def _in_body(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     """Inside what the loop repeats (its body), not its header (``for m in receive(...)``)."""
     return ctx.is_inside(node, loop.body) or node is loop.body  # type: ignore[attr-defined]
+
+
+def _access_chain(expr: cst.CSTNode, ctx: Optional[ModuleContext] = None) -> List[cst.CSTNode]:
+    """``json.loads(m["Body"].decode())`` → the call, ``m["Body"].decode()``, ``m["Body"]``, ``m``:
+    plain access (attributes, subscripts, method calls, and decoders when ``ctx`` is given) down to its base."""
+    out: List[cst.CSTNode] = []
+    while len(out) < 20:
+        if isinstance(expr, cst.BaseExpression):
+            expr = unwrap_await(expr)
+        out.append(expr)
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value  # msg.value(), body.decode(), resp.get("Messages", [])
+        elif ctx is not None and isinstance(expr, cst.Call) and ctx.call_name(expr) & _DECODERS and expr.args:
+            expr = expr.args[0].value
+        else:
+            break
+    return out
 
 
 _DECODERS = frozenset({"json.loads", "orjson.loads", "ujson.loads", "simplejson.loads", "pickle.loads",
