@@ -50,6 +50,9 @@ class Strategy:
     max_attempts: Optional[int] = None
     #: Seconds since the first attempt after which a failure is final; None: no deadline.
     deadline: Optional[float] = None
+    #: True when ``sampler`` keeps no state between retries: then one sampler serves every
+    #: client (10,000 clients need not build 10,000 closures).
+    stateless: bool = False
 
     def sampler(self, rng: random.Random) -> DelayFn:
         """For one client: ``delay(k)``, the seconds to wait before retry ``k`` (1-based).
@@ -129,24 +132,26 @@ class Backoff(Strategy):
             return f"±{self.band:.0%} band"
         return _LABELS[self.kind]
 
+    @property
+    def stateless(self) -> bool:  # type: ignore[override]
+        return self.kind != "decorrelated"
+
     def sampler(self, rng: random.Random) -> DelayFn:
+        # The table lookup is written into each lambda: one Python call per retry, not two
+        # (this is the inner loop of a 10,000-client simulation).
         table, last, cap, uniform, rand = self._table, len(self._table) - 1, self.cap, rng.uniform, rng.random
-
-        def expo(k: int) -> float:
-            return table[k] if k <= last else cap
-
         kind = self.kind
         if kind == "none":
             return _zero
         if kind == "exponential":
-            return expo
+            return lambda k: table[k] if k <= last else cap
         if kind == "full":
-            return lambda k: expo(k) * rand()
+            return lambda k: (table[k] if k <= last else cap) * rand()
         if kind == "equal":
-            return lambda k: expo(k) * (0.5 + 0.5 * rand())
+            return lambda k: (table[k] if k <= last else cap) * (0.5 + 0.5 * rand())
         if kind == "band":
             low, width = 1.0 - self.band, 2.0 * self.band
-            return lambda k: expo(k) * (low + width * rand())
+            return lambda k: (table[k] if k <= last else cap) * (low + width * rand())
         base = self.base
         previous = [base]
 
@@ -202,6 +207,7 @@ class PolicyStrategy(Strategy):
         if delay.kind is DelayKind.UNKNOWN:
             raise ValueError(f"the retry site at {where} waits, but retrylint cannot tell how long ({delay.text or 'unknown delay'}): nothing to simulate")
         self._decorrelated = delay.jitter.kind is JitterKind.DECORRELATED
+        self.stateless = not self._decorrelated
         first = self._range(1, None)
         if not (known(first.low) and known(first.high)):
             missing = [n for n in ("base", "factor", "step", "cap") if getattr(delay, n) is not None and not known(getattr(delay, n))]

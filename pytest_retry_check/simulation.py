@@ -319,7 +319,8 @@ def _run_strategy(
     commit = model.new_state().commit
     max_attempts = strategy.max_attempts or 0  # 0: no limit
     deadline = strategy.deadline if strategy.deadline is not None else math.inf
-    samplers: List[Optional[Callable[[int], float]]] = [None] * clients
+    shared = strategy.sampler(rng) if strategy.stateless else None
+    samplers: List[Optional[Callable[[int], float]]] = [shared] * clients
     attempts = [1] * clients
     heap: List[Tuple[float, int, float]] = []
     for client in range(clients):
