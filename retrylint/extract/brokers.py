@@ -50,6 +50,12 @@ PACKAGES: Dict[str, Tuple[str, ...]] = {
     SERVICEBUS: ("azure.servicebus",),
 }
 
+#: A client we know is not a message broker's.
+OTHER = "other"
+_NOT_BROKERS = frozenset({"list", "dict", "set", "collections.deque", "deque"})
+_NOT_BROKER_PACKAGES = ("queue", "asyncio", "multiprocessing", "janus", "collections", "logging", "socket", "requests",
+                        "httpx", "aiohttp", "smtplib")
+
 # Roles of a call.
 PUBLISH = "publish"  # sends a message to a destination
 RECEIVE = "receive"  # returns messages (one, a batch, or a response holding them)
@@ -219,7 +225,8 @@ FACTORY_NAMES: FrozenSet[str] = frozenset(OBJECT_QUEUE_ARGS) | _TOPIC_CONSUMERS 
     }
 )
 
-# Method names too common to trust from the import alone: the receiver's name must say it.
+# Method names too common to trust from the import alone: the receiver's name must say it
+# ("" : never from the import alone).
 _GENERIC = {"send": "produc", "publish": "publish|produc|exchange|pub", "put": "queue|simple|buffer",
             "get": "queue|simple|buffer", "poll": "consum", "consume": "consum|queue|channel|ch$",
             "getone": "", "getmany": "", "Consumer": "", "iterator": "queue"}
@@ -369,17 +376,12 @@ class Brokers:
             if PUBSUB in self.imported and _has_keyword(call, "callback"):
                 return PUBSUB
             return KAFKA if KAFKA in self.imported and not _has_keyword(call, "callback") else None
-        hint = _GENERIC.get(method)
+        # The receiver is a parameter or comes from elsewhere: trust the method when the module
+        # imports the family and, for common method names, the receiver's name says what it is.
         receiver_name = (dotted_name(receiver) or "").rsplit(".", 1)[-1].lower()
         for family in candidates:
-            if family not in self.imported:
-                continue
-            if hint is not None and not (hint and _matches(hint, receiver_name)):
-                if not (family == RABBITMQ and method == "publish" and _has_keyword(call, "routing_key")):
-                    continue
-            if family == KOMBU and method == "publish" and RABBITMQ in self.imported and not _has_keyword(call, "routing_key", "exchange"):
-                continue
-            return family
+            if family in self.imported and _plausible(call, family, method, receiver_name):
+                return family
         return None
 
     def _first_is_callable(self, call: cst.Call) -> bool:
@@ -443,13 +445,17 @@ class Brokers:
         return found
 
     def _family_of_node(self, node: cst.CSTNode) -> Optional[str]:
+        """The family of a client-creating call or an annotation; ``other`` for a known non-broker
+        (``boto3.client("s3")``, ``queue.Queue()``, a class of this module)."""
         if isinstance(node, cst.Call):
             method = last_name(node.func)
             if method in ("client", "resource", "create_client"):
                 service = _arg(node, ("service_name", 0))
                 if isinstance(service, cst.SimpleString):
-                    return SQS if service.evaluated_value == "sqs" else "other"
+                    return SQS if service.evaluated_value == "sqs" else OTHER
             names = self.ctx.call_name(node)
+            if isinstance(node.func, cst.Name) and any(b.kind == "class" for b in self.ctx.bindings(node.func)):
+                return OTHER
         else:
             names = self.ctx.qualified_names(node)
         for family, packages in PACKAGES.items():
@@ -457,6 +463,8 @@ class Brokers:
                 continue  # boto3.client("s3") is not SQS: only the service literal says so
             if any(_under(n, packages) for n in names):
                 return family
+        if any(n in _NOT_BROKERS or _under(n, _NOT_BROKER_PACKAGES) for n in names):
+            return OTHER
         return None
 
     def _object_call(self, expr: cst.BaseExpression) -> Optional[cst.CSTNode]:
@@ -677,8 +685,14 @@ def _under(name: str, packages: Iterable[str]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in packages)
 
 
-def _matches(hint: str, name: str) -> bool:
-    return bool(re.search(hint, name))
+def _plausible(call: cst.Call, family: str, method: str, receiver_name: str) -> bool:
+    """A method of ``family`` called on an object we cannot trace: is it that family's?"""
+    hint = _GENERIC.get(method)
+    if hint is None:
+        return True  # basic_publish, lpush, xadd, produce, send_messages: distinctive enough
+    if family == RABBITMQ and method == "publish" and _has_keyword(call, "routing_key"):
+        return True  # aio-pika exchange.publish(message, routing_key=...)
+    return bool(hint) and bool(re.search(hint, receiver_name))
 
 
 def _imported_families(module: cst.Module) -> FrozenSet[str]:

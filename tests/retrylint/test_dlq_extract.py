@@ -111,11 +111,22 @@ def test_self_attribute_client_and_queue():
 def test_lookalike_methods_of_unknown_objects_are_not_brokers():
     assert operations(
         """
-        def record(metrics, events, dlq_depth):
+        import queue
+        import kombu, redis
+
+        class EventBus:
+            def publish(self, topic, event):
+                pass
+
+        bus = EventBus()
+        dead_letter_queue = queue.Queue()
+
+        def record(metrics, events, dlq_depth, item):
             metrics.publish("orders.dlq.depth", dlq_depth)
             events.send("orders-dlq", {"depth": dlq_depth})
-            cache = {}
-            cache.get("orders-dlq")
+            {}.get("orders-dlq")
+            dead_letter_queue.put(item)
+            bus.publish("orders.dlq", item)
         """
     ) == []
 
