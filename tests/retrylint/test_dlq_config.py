@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import CLEAN, codes
 
 GRAVEYARD = """
@@ -47,40 +49,19 @@ def test_field_names_extend_the_defaults(project, run):
     assert "without the attempt count and the first-received time" in out  # "error" still counts
 
 
-def test_invalid_pattern_is_an_error(project, run):
+@pytest.mark.parametrize(
+    "setting, error",
+    [
+        ('dead-letter-pattern = "dlq("', "dead-letter-pattern is not a valid regular expression"),
+        ('dead-letter-pattern = "dlq|"', "dead-letter-pattern matches every name (it matches the empty string)"),
+        ('dead-letter-pattern = ["dlq"]', "dead-letter-pattern must be a regular expression for dead-letter queue names"),
+        ('dead-letter-reason-fields = "why"', "dead-letter-reason-fields must be a list of strings"),
+        ('dead-letter-attempt-fields = ["--"]', "dead-letter-attempt-fields must name fields (letters or digits)"),
+        ('dead-letter-patern = "dlq"', "unknown key 'dead-letter-patern' (did you mean 'dead-letter-pattern'?)"),
+    ],
+)
+def test_bad_settings_are_errors(project, run, setting, error):
     project.write("app.py", CLEAN)
-    project.write("pyproject.toml", '[tool.retrylint]\ndead-letter-pattern = "dlq("\n')
+    project.write("pyproject.toml", f"[tool.retrylint]\n{setting}\n")
     code, _, err = run("check", "app.py")
-    assert code == 2 and "dead-letter-pattern is not a valid regular expression" in err
-    assert "Traceback" not in err
-
-
-def test_pattern_matching_everything_is_an_error(project, run):
-    project.write("app.py", CLEAN)
-    project.write("pyproject.toml", '[tool.retrylint]\ndead-letter-pattern = "dlq|"\n')
-    code, _, err = run("check", "app.py")
-    assert code == 2 and "matches every name" in err
-
-
-def test_pattern_of_the_wrong_type_is_an_error(project, run):
-    project.write("app.py", CLEAN)
-    project.write("pyproject.toml", '[tool.retrylint]\ndead-letter-pattern = ["dlq"]\n')
-    code, _, err = run("check", "app.py")
-    assert code == 2 and "dead-letter-pattern must be a regular expression" in err
-
-
-def test_fields_of_the_wrong_type_are_an_error(project, run):
-    project.write("app.py", CLEAN)
-    project.write("pyproject.toml", '[tool.retrylint]\ndead-letter-reason-fields = "why"\n')
-    code, _, err = run("check", "app.py")
-    assert code == 2 and "dead-letter-reason-fields must be a list of strings" in err
-    project.write("pyproject.toml", '[tool.retrylint]\ndead-letter-attempt-fields = ["--"]\n')
-    code, _, err = run("check", "app.py")
-    assert code == 2 and "dead-letter-attempt-fields must name fields" in err
-
-
-def test_misspelt_key_gets_a_hint(project, run):
-    project.write("app.py", CLEAN)
-    project.write("pyproject.toml", '[tool.retrylint]\ndead-letter-patern = "dlq"\n')
-    code, _, err = run("check", "app.py")
-    assert code == 2 and "(did you mean 'dead-letter-pattern'?)" in err
+    assert code == 2 and error in err and "Traceback" not in err
