@@ -277,7 +277,7 @@ class DeadLetterOperation:
 
     kind: DeadLetterKind
     location: Location
-    #: Broker family: ``sqs``, ``rabbitmq``, ``kafka``, ``redis``, ``celery``, ``pubsub``,
+    #: Broker family: ``sqs``, ``rabbitmq``, ``kombu``, ``celery``, ``kafka``, ``redis``, ``pubsub``,
     #: ``servicebus``, ``unknown``.
     broker: str = "unknown"
     #: The dead-letter queue as the code names it (a literal, a name, an f-string).

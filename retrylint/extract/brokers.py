@@ -27,7 +27,7 @@ import libcst as cst
 
 from ..syntax import call_args, dotted_name, last_name, number, unwrap_await, walk
 from .context import ModuleContext
-from .queue_names import QueueNames, QueueRef, UNKNOWN_QUEUE, self_attribute_bindings
+from .queue_names import QueueNames, QueueRef, UNKNOWN_QUEUE
 
 SQS = "sqs"
 RABBITMQ = "rabbitmq"
@@ -424,7 +424,7 @@ class Brokers:
             return []
         if isinstance(expr, cst.Attribute):
             if dotted_name(expr.value) in ("self", "cls"):
-                values = [b.value for b in self_attribute_bindings(expr, self.ctx) if b.value is not None]
+                values = [b.value for b in self.names.attribute_bindings(expr) if b.value is not None]
                 if len(values) == 1:
                     return self.origin(values[0], depth + 1)
                 return []

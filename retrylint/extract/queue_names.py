@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 import libcst as cst
 
@@ -82,6 +82,21 @@ class QueueNames:
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self.pattern = compiled_pattern(ctx.settings.dead_letter_pattern)
+        self._writes: Dict[int, Dict[str, list]] = {}
+
+    def attribute_bindings(self, attribute: cst.Attribute) -> list:
+        """The bindings of ``self.<attr>`` in every method of the class around ``attribute``."""
+        owner = next((a for a in self.ctx.ancestors(attribute) if isinstance(a, cst.ClassDef)), None)
+        if owner is None or not isinstance(owner.body, cst.IndentedBlock):
+            return []
+        writes = self._writes.get(id(owner))
+        if writes is None:
+            writes = self._writes[id(owner)] = {}
+            for member in owner.body.body:
+                if isinstance(member, cst.FunctionDef):
+                    for name, bindings in self.ctx.writes_in(member).items():
+                        writes.setdefault(name, []).extend(bindings)
+        return writes.get(f"self.{attribute.attr.value}", [])
 
     # ------------------------------------------------------------ text
 
@@ -258,21 +273,8 @@ class QueueNames:
         """``self.x``: every value the class assigns to it, in any method."""
         if dotted_name(attribute.value) not in ("self", "cls"):
             return None
-        values = [b.value for b in self_attribute_bindings(attribute, self.ctx) if b.value is not None]
+        values = [b.value for b in self.attribute_bindings(attribute) if b.value is not None]
         return values or None
-
-
-def self_attribute_bindings(attribute: cst.Attribute, ctx: ModuleContext) -> list:
-    """The bindings of ``self.<attr>`` in the methods of the class around ``attribute``."""
-    target = f"self.{attribute.attr.value}"
-    owner = next((a for a in ctx.ancestors(attribute) if isinstance(a, cst.ClassDef)), None)
-    if owner is None or not isinstance(owner.body, cst.IndentedBlock):
-        return []
-    out = []
-    for member in owner.body.body:
-        if isinstance(member, cst.FunctionDef):
-            out.extend(ctx.writes_in(member).get(target, []))
-    return out
 
 
 def _string_parts(expr: cst.CSTNode) -> List[object]:

@@ -294,7 +294,7 @@ class WorkTriggers:
                         self._cli.setdefault(func, what)
         return self._cli
 
-    def _cli_function(self, func: cst.FunctionDef) -> str:
+    def _cli_function(self, func: cst.FunctionDef, depth: int = 0) -> str:
         for decorator in func.decorators:
             expr = decorator.decorator
             target = expr.func if isinstance(expr, cst.Call) else expr
@@ -303,8 +303,8 @@ class WorkTriggers:
             names = set(self.ctx.qualified_names(target))
             if isinstance(target, cst.Attribute):
                 names |= {q for n in self.brokers.origin(target.value) for q in self._qualified(n)}
-                owner = self.brokers.function_of(target.value)
-                if owner is not None and self._cli_function(owner):
+                owner = self.brokers.function_of(target.value)  # @cli.command() under @click.group() def cli
+                if owner is not None and owner is not func and depth < 4 and self._cli_function(owner, depth + 1):
                     return f"a command-line command (`@{self.ctx.code(target)}`)"
             if any(n.split(".")[0] in _CLI_PACKAGES for n in names):
                 return f"a command-line command (`@{self.ctx.code(target)}`)"

@@ -402,3 +402,16 @@ def test_narrowing_keeps_findings_identical(code):
     assert [(f.code, f.location, f.message) for f in narrowed.findings if f.code.startswith("RTY4")] == [
         (f.code, f.location, f.message) for f in whole.findings if f.code.startswith("RTY4")
     ]
+
+
+def test_a_command_decorated_by_itself_does_not_recurse():
+    op = only(
+        """
+        import click, redis
+        @cli.command()
+        def cli():
+            for _ in range(10):
+                redis.Redis().rpoplpush("orders:dlq", "orders")
+        """
+    )
+    assert op.trigger == "unknown"
