@@ -333,7 +333,7 @@ class Brokers:
         if family == PUBSUB and method == "pull":
             queue = self._pull_subscription(call, queue)
         destination = self.names.classify_all(_args(call, spec.to)) if spec.to else UNKNOWN_QUEUE
-        opaque = any(a.star == "**" for a in call.args)
+        opaque = any(a.star for a in call.args)  # *values, **attributes: parts we cannot read
         rate_given = None
         if spec.rate is not None and (_arg(call, spec.rate) is not None or not opaque):
             rate_given = _arg(call, spec.rate) is not None  # with **kwargs it may be in them

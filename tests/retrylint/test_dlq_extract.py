@@ -210,6 +210,18 @@ def test_carried_context(payload, missing):
     assert op.missing == missing
 
 
+def test_starred_arguments_make_the_payload_unknown():
+    op = only(
+        """
+        import redis
+        r = redis.Redis()
+        def fail(items):
+            r.lpush("jobs:dlq", *items)
+        """
+    )
+    assert (op.carries, op.missing) == ((), ())
+
+
 def test_extra_field_names_from_settings():
     code = """
         import json, redis
