@@ -7,6 +7,7 @@ a request, which the virtual asyncio loop asks before jumping time (``busy``).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import select
 import socket
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, List, Set
 
 from .downstream import retry_after_header
+from .timeline import RetryGuardTripped
 
 if TYPE_CHECKING:
     from .downstream import FakeDownstream
@@ -58,6 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
             record = downstream.record("http", method=self.command, path=self.path)
         except BaseException as exc:  # the guard tripped: tell the client, the clock remembers
             self._send(503, {"error": "retry guard tripped", "detail": str(exc).splitlines()[0]}, {})
+            self.server.interrupt_owner(exc)
             return
         outcome = record.outcome
         if outcome.kind == "drop":
@@ -99,6 +102,9 @@ class DownstreamHTTPServer:
 
     def __init__(self, downstream: "FakeDownstream") -> None:
         self.downstream = downstream
+        #: The thread that asked for the URL: the test, where the code under test runs.
+        self.owner = threading.get_ident()
+        self._interrupted = False
         self.probe_clock: Any = None
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -143,6 +149,21 @@ class DownstreamHTTPServer:
                 conn.close()
             except OSError:
                 pass
+
+    def interrupt_owner(self, exc: BaseException) -> None:
+        """Raise the guard's exception in the test's thread, once.
+
+        A retry loop that never sleeps and swallows every HTTP error would otherwise keep
+        calling a tripped server forever: the clock's guard only runs inside sleeps. CPython
+        delivers the exception at the thread's next bytecode, i.e. as soon as the client has
+        read this 503 and returns to Python code.
+        """
+        if self._interrupted or not isinstance(exc, RetryGuardTripped) or self.owner == threading.get_ident():
+            return
+        self._interrupted = True
+        message = str(exc)
+        tripped = type("RetryGuardTripped", (RetryGuardTripped,), {"__init__": lambda self, *_: RetryGuardTripped.__init__(self, message), "__module__": RetryGuardTripped.__module__})
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.owner), ctypes.py_object(tripped))
 
     def wait_readable(self, conn: socket.socket) -> bool:
         try:

@@ -814,6 +814,10 @@ def _call(call: cst.Call, env: DelayEnv) -> Shape:
     if names & {"min"} and len(positional) >= 2 and not keywords:
         return _min(positional, env)
     if names & {"max"} and len(positional) >= 2 and not keywords:
+        ours = [a for a in positional if not SERVER_CHOSEN.search(env.ctx.code(a))]
+        if len(ours) == 1 and len(positional) > 1:
+            # ``max(backoff, retry_after)``: the server's Retry-After is a floor; the schedule is ours.
+            return _sub(ours[0], env)
         shapes = [_sub(a, env) for a in positional]
         growing = [s for s in shapes if s.kind != "const"]
         if not growing:

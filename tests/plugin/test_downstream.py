@@ -149,6 +149,20 @@ def test_call_guard_stops_a_retry_loop_that_never_sleeps(fake_downstream, fake_c
     fake_clock.reset()  # the test knows the guard tripped; do not fail it again at teardown
 
 
+def test_call_guard_stops_a_retry_loop_that_never_sleeps_over_http(fake_downstream, fake_clock):
+    # The guard trips in the server's thread; the loop swallows every HTTP error, so only an
+    # exception raised in the test's own thread can stop it.
+    ds = fake_downstream(then=503, max_calls=30)
+    with pytest.raises(RetryGuardTripped, match="31 calls to downstream exceed max_calls=30"):
+        while True:
+            try:
+                urllib.request.urlopen(ds.url, timeout=5).close()
+            except Exception:
+                continue
+    assert ds.call_count == 30
+    fake_clock.reset()  # the test knows the guard tripped
+
+
 def test_without_a_clock_the_message_says_what_to_do():
     ds = FakeDownstream()
     with pytest.raises(RuntimeError, match="needs a fake clock"):
