@@ -19,7 +19,9 @@ drawn early keeps clients apart later, and a cap that clips every delay to the s
 not re-synchronise clients whose instants already differ.
 
 Defaults (see :class:`DispersionLimits`): fail when more than 40 % of a retry lands in one window,
-when the spread is below 0.15, or when half the clients follow the same schedule. Full, equal
+when the spread is below 0.15, or when half the clients follow the same schedule -- each judged
+with a 3-sigma allowance for sampling noise (:data:`CONFIDENCE_Z`), so that a retry made by only
+20 clients does not fail a well-jittered policy by chance. Full, equal
 and decorrelated jitter and a ±50 % band stay well inside those lines (300 clients, worst of 30
 runs: peak 11-23 %, spread 0.28 or more); no jitter (100 %, 0) and ±1 % (100 %, ~0.01) are far
 beyond them. docs/plugin.md has the table.
@@ -61,6 +63,11 @@ MIN_JUDGED_CLIENTS = 10
 #: ... and at least this share of the clients that retried at all: a tail of a few clients
 #: that happen to retry together says nothing about the herd.
 MIN_JUDGED_SHARE = 0.1
+#: The check calls a herd only when it is sure: the limits are compared with one-sided
+#: 3-sigma bounds (99.87 %) of the measured numbers, not with the numbers themselves. When
+#: only 20 clients make some retry, 9 of them landing in one window happens by chance to a
+#: well-jittered policy; 20 of 20 does not. (Lock-step herds are 100 % at any count.)
+CONFIDENCE_Z = 3.0
 
 FIX = """\
 fix: jitter every delay (RETRY_DOCTRINE.md §1.3): full jitter `delay = random.uniform(0, min(cap, base * 2 ** attempt))`
@@ -117,6 +124,10 @@ class RetryStats:
     low: float  # earliest instant
     high: float  # latest instant
     judged: bool
+    #: The lowest peak share and the highest spread that the sample is compatible with
+    #: (CONFIDENCE_Z): what the limits are compared with.
+    peak_share_low: float = 0.0
+    spread_high: float = math.inf
 
     @property
     def peak_share(self) -> float:
@@ -286,14 +297,42 @@ def _retry_stats(schedules: Sequence[Tuple[float, ...]], limits: DispersionLimit
         median_delay = statistics.median(s[k] - s[k - 1] for s in made)
         window = max(limits.window * median_delay, MIN_WINDOW)
         peak, peak_at = densest_window(instants, window)
-        iqr = _quartile_range(instants)
-        if median_delay > MIN_WINDOW:
-            spread = iqr / median_delay
-        else:  # an immediate retry: dispersed only if the instants themselves differ
-            spread = 0.0 if iqr <= MIN_WINDOW else math.inf
+        spread = _relative(_quartile_range(instants), median_delay)
+        spread_high = _relative(_quartile_range_high(instants), median_delay)
         judged = k >= limits.from_retry and len(made) >= needed
-        stats.append(RetryStats(k, len(made), median_delay, window, peak, peak_at, spread, instants[0], instants[-1], judged))
+        stats.append(
+            RetryStats(
+                k, len(made), median_delay, window, peak, peak_at, spread, instants[0], instants[-1], judged,
+                _share_low(peak, len(made)), spread_high,
+            )
+        )
     return tuple(stats)
+
+
+def _relative(width: float, median_delay: float) -> float:
+    if median_delay > MIN_WINDOW:
+        return width / median_delay
+    # An immediate retry: dispersed only if the instants themselves differ.
+    return 0.0 if width <= MIN_WINDOW else math.inf
+
+
+def _share_low(count: int, n: int, z: float = CONFIDENCE_Z) -> float:
+    """Wilson lower bound of the share ``count / n``: 20 of 20 stays high (0.69), 9 of 20 does not (0.19)."""
+    p = count / n
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (p + z * z / (2 * n) - spread) / (1 + z * z / n))
+
+
+def _quartile_range_high(sorted_values: Sequence[float], z: float = CONFIDENCE_Z) -> float:
+    """A distribution-free upper bound of the interquartile range: the quartiles' ranks widened by
+    ``z`` standard deviations of a quartile's rank (``sqrt(n * 0.25 * 0.75)``)."""
+    n = len(sorted_values)
+    if n < 2:
+        return 0.0
+    half = z * math.sqrt(0.1875 * n)
+    low = max(0, math.floor(0.25 * (n - 1) - half))
+    high = min(n - 1, math.ceil(0.75 * (n - 1) + half))
+    return sorted_values[high] - sorted_values[low]
 
 
 def _judge(report: DispersionReport, forever: Optional[str]) -> Tuple[str, ...]:
@@ -317,9 +356,8 @@ def _judge(report: DispersionReport, forever: Optional[str]) -> Tuple[str, ...]:
             f"{report.identical} of {report.retrying_clients} clients followed exactly the same schedule (retries at {shown}{more}): "
             "the delays have no randomness at all"
         )
-    peak = report.peak
-    assert peak is not None
-    if peak.peak_share > limits.max_peak_share:
+    peak = max(report.judged, key=lambda r: (r.peak_share_low, -r.retry))
+    if peak.peak_share_low > limits.max_peak_share:
         if peak.immediate:
             text = (
                 f"retry #{peak.retry}: {peak.peak} of {peak.clients} clients ({peak.peak_share:.0%}) retried at the same "
@@ -331,15 +369,20 @@ def _judge(report: DispersionReport, forever: Optional[str]) -> Tuple[str, ...]:
                 f"{format_seconds(peak.window)} of each other at +{format_seconds(peak.peak_at)} "
                 f"({limits.window:.0%} of the {format_seconds(peak.median_delay)} median delay)"
             )
-        problems.append(text + f"; limit {limits.max_peak_share:.0%}")
-    narrow = min(report.judged, key=lambda r: (r.spread, r.retry))
-    if narrow.spread < limits.min_spread and report.identical_share <= limits.max_identical_share:
+        sure = f" (at least {peak.peak_share_low:.0%} with {_CONFIDENCE})" if peak.peak_share_low < peak.peak_share - 0.005 else ""
+        problems.append(text + f"; limit {limits.max_peak_share:.0%}{sure}")
+    narrow = min(report.judged, key=lambda r: (r.spread_high, r.retry))
+    if narrow.spread_high < limits.min_spread and report.identical_share <= limits.max_identical_share:
         spread_text = f"{narrow.spread:.1%} of the {format_seconds(narrow.median_delay)} median delay" if not narrow.immediate else "an immediate retry"
         problems.append(
             f"retry #{narrow.retry}: the middle half of the clients' retry instants spans {format_seconds(narrow.spread * narrow.median_delay)}, "
-            f"{spread_text}; limit {limits.min_spread:g} (the jitter is too small to matter)"
+            f"{spread_text}; limit {limits.min_spread:g}, and at most {narrow.spread_high:.3f} with {_CONFIDENCE} "
+            "(the jitter is too small to matter)"
         )
     return tuple(problems)
+
+
+_CONFIDENCE = "99.87 % confidence"  # one-sided, CONFIDENCE_Z = 3
 
 
 def _build(
@@ -584,8 +627,8 @@ def failure_message(report: DispersionReport) -> str:
     if report.where:
         head += f"retry sleeps from: {report.where}\n"
     body = head + (report.histogram() + report.table() if report.retrying_clients else "")
-    peak = report.peak
-    fix = FIX_IMMEDIATE if peak is not None and peak.immediate and peak.peak_share > report.limits.max_peak_share else FIX
+    immediate = [r for r in report.judged if r.immediate and r.peak_share_low > report.limits.max_peak_share]
+    fix = FIX_IMMEDIATE if immediate else FIX
     return "\n".join(lines) + "\n" + body + fix + "\n"
 
 
