@@ -127,12 +127,20 @@ class DownstreamHTTPServer:
             readable, _, _ = select.select([self._listener, self._wake_r], [], [])
             if self._wake_r in readable:
                 return
+            # Counted as in flight from before accept() until the socket is watched: between
+            # the two the connection is neither a readable listener nor a known socket, and an
+            # idle event loop would jump its clock past the client's timeout.
+            with self._lock:
+                self._in_flight += 1
             try:
                 conn, address = self._listener.accept()
             except OSError:
+                with self._lock:
+                    self._in_flight -= 1
                 return
             with self._lock:
                 self._connections.add(conn)
+                self._in_flight -= 1
             thread = threading.Thread(target=self._serve, args=(conn, address), daemon=True)
             self._threads.append(thread)
             thread.start()

@@ -137,15 +137,16 @@ def _describe(frame) -> str:
 
 
 def _short_path(filename: str) -> str:
+    # An installed library: "tenacity/nap.py" reads better than a long site-packages path, also
+    # when the virtualenv lives inside the project (".venv/lib/.../site-packages/...").
+    parts = filename.replace("\\", "/").split("/site-packages/")
+    if len(parts) > 1:
+        return parts[-1]
     try:
         rel = os.path.relpath(filename)
     except ValueError:  # another drive on Windows
         return filename
-    if rel.startswith(".."):
-        # An installed library: "tenacity/nap.py" reads better than a long site-packages path.
-        parts = filename.replace("\\", "/").split("/site-packages/")
-        return parts[-1] if len(parts) > 1 else filename
-    return rel
+    return filename if rel.startswith("..") else rel
 
 
 def caller_locations(depth: int) -> tuple[str, str]:

@@ -43,13 +43,21 @@ def discover(paths: Sequence[str], settings: Settings, root: Path, force_exclude
     return sorted(seen.values(), key=lambda c: str(c.path))
 
 
-def is_excluded(path: Path, patterns: Iterable[str], root: Path) -> bool:
+def is_excluded(path: Path, patterns: Iterable[str], root: Path, below: Optional[Path] = None) -> bool:
+    """``path`` matches an exclude pattern, as a whole (relative to the project root) or by one
+    of its parts. ``below``: a directory named on the command line; only parts under it count,
+    as in ruff (``retrylint check build/tools`` checks that folder although ``build`` is excluded)."""
     absolute = path.absolute()
     try:
         relative = absolute.relative_to(root).as_posix()
     except ValueError:
         relative = absolute.as_posix()
     parts = relative.split("/")
+    if below is not None:
+        try:
+            parts = absolute.relative_to(below.absolute()).as_posix().split("/")
+        except ValueError:
+            pass
     for pattern in patterns:
         pattern = pattern.rstrip("/")
         if fnmatch.fnmatch(relative, pattern) or any(fnmatch.fnmatch(part, pattern) for part in parts):
@@ -59,6 +67,10 @@ def is_excluded(path: Path, patterns: Iterable[str], root: Path) -> bool:
 
 def _walk(top: Path, patterns: Sequence[str], respect_gitignore: bool, root: Path) -> Iterable[Path]:
     ignores: List[Tuple[Path, pathspec.PathSpec]] = _parent_gitignores(top) if respect_gitignore else []
+    if _ignored(top, ignores, is_dir=True):
+        # Named on the command line although an enclosing repository ignores it (a Python
+        # installed under ~/.pyenv/versions): check it, as ruff and git's own tools would.
+        ignores = []
     for directory, dirnames, filenames in os.walk(top, followlinks=False):
         here = Path(directory)
         if respect_gitignore:
@@ -70,7 +82,7 @@ def _walk(top: Path, patterns: Sequence[str], respect_gitignore: bool, root: Pat
         kept = []
         for name in sorted(dirnames):
             child = here / name
-            if is_excluded(child, patterns, root) or _ignored(child, ignores, is_dir=True):
+            if is_excluded(child, patterns, root, below=top) or _ignored(child, ignores, is_dir=True):
                 continue
             kept.append(name)
         dirnames[:] = kept
@@ -78,7 +90,7 @@ def _walk(top: Path, patterns: Sequence[str], respect_gitignore: bool, root: Pat
             if not name.endswith(SOURCE_SUFFIXES):
                 continue
             child = here / name
-            if is_excluded(child, patterns, root) or _ignored(child, ignores, is_dir=False):
+            if is_excluded(child, patterns, root, below=top) or _ignored(child, ignores, is_dir=False):
                 continue
             yield child
 

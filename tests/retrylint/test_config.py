@@ -135,6 +135,24 @@ def test_exclude_and_gitignore(project, run):
     assert "vendored/app.py" in out and "generated/app.py" in out
 
 
+def test_a_named_directory_is_walked_although_excluded_above_it(project, run):
+    # ruff's behaviour: `check build/tools` checks that folder though `build` is excluded and
+    # though an enclosing repository ignores it (a Python installed under ~/.pyenv/versions).
+    project.write("build/tools/app.py", FIXED_FOREVER)
+    project.write("build/tools/build/app.py", FIXED_FOREVER)
+    project.write("ignored/lib/app.py", FIXED_FOREVER)
+    project.write(".gitignore", "ignored/\n")
+    (project.root / ".git").mkdir()
+    project.write("pyproject.toml", '[tool.retrylint]\nextend-exclude = ["build"]\n')
+    out = run("check", ".")[1]
+    assert "build" not in out and "ignored" not in out
+    out = run("check", "build/tools")[1]
+    assert "build/tools/app.py" in out
+    assert "build/tools/build/app.py" not in out  # excluded parts below the named folder still count
+    out = run("check", "ignored/lib")[1]
+    assert "ignored/lib/app.py" in out
+
+
 def test_force_exclude_applies_to_named_files(project, run):
     project.write("generated/app.py", FIXED_FOREVER)
     project.write("pyproject.toml", '[tool.retrylint]\nextend-exclude = ["generated"]\n')
