@@ -6,6 +6,7 @@ Exit codes: 0 nothing found, 1 findings, 2 usage error, bad configuration or int
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, TextIO
@@ -20,10 +21,21 @@ from .rules import BY_CODE, BY_NAME, RULES, SyntaxErrorRule
 from .runner import RunResult, run_files, run_stdin
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+DEFAULT_CACHE = ".retrylint_cache"
 
 
 class UsageError(Exception):
     pass
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs needs a whole number, not {value!r}") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be at least 1, not {jobs}")
+    return jobs
 
 
 def _codes(value: str) -> List[str]:
@@ -54,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fix", action="store_true", help="apply safe fixes (and unsafe ones with --unsafe-fixes)")
     check.add_argument("--unsafe-fixes", action="store_true", help="also offer and apply fixes that need a chosen number")
     check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them (implies --fix)")
+    check.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                       help="worker processes (default: the machine's CPU count; 1: no workers)")
+    check.add_argument("--no-cache", action="store_true", help="analyse every file, neither read nor write the cache")
+    check.add_argument("--cache-dir", metavar="DIR",
+                       help=f"where to keep the results cache (default: {DEFAULT_CACHE} in the project root, "
+                       "or $RETRYLINT_CACHE_DIR)")
+    check.add_argument("--add-noqa", action="store_true", help="add `# noqa: RTYxxx` directives to every line with a finding")
 
     rule = sub.add_parser("rule", help="show a rule's documentation")
     rule.add_argument("code", nargs="?", help="a code (RTY202) or name (fixed-delay-retry)")
@@ -120,6 +139,10 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ignore=_flatten(args.ignore) or [],
         extend_select=_flatten(args.extend_select) or [],
     )
+    if args.add_noqa:
+        from .add_noqa import cmd_add_noqa
+
+        return cmd_add_noqa(args, paths, settings, config, err)
     if "-" in paths:
         if len(paths) > 1:
             raise UsageError("'-' (standard input) cannot be combined with other paths")
@@ -135,8 +158,18 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise UsageError(f"path does not exist: {exc}") from None
         if args.fix or args.diff:
             return _fix_files(candidates, args, settings, config, out, err)
-        result = run_files(candidates, settings, config.root)
+        result = run_files(candidates, settings, config.root, jobs=args.jobs or os.cpu_count() or 1,
+                           cache=_cache(args, settings, config))
     return report(result, args, out, err)
+
+
+def _cache(args: argparse.Namespace, settings, config: Config):
+    if args.no_cache:
+        return None
+    from .cache import Cache
+
+    directory = args.cache_dir or os.environ.get("RETRYLINT_CACHE_DIR") or config.root / DEFAULT_CACHE
+    return Cache.open(Path(directory), settings)
 
 
 def _fix_files(candidates, args: argparse.Namespace, settings, config: Config, out: TextIO, err: TextIO) -> int:
@@ -225,11 +258,25 @@ def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO
             out.write(summary(findings, unsafe, fixed))
     for path, error in result.errors:
         err.write(f"retrylint: error: {path}: {error}\n")
+    if not args.quiet and result.files:
+        err.write(_counts(result))
     if result.errors:
         return EXIT_ERROR
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _counts(result: RunResult) -> str:
+    """What happened to every file: a run never skips one silently."""
+    unreadable = {f.path for f in result.findings if f.code == SyntaxErrorRule.code}
+    with_findings = {f.path for f in result.findings} - unreadable
+    plural = "s" if result.files != 1 else ""
+    return (
+        f"Checked {result.files} file{plural}: {len(with_findings)} with findings, "
+        f"{len(unreadable)} not parsed (RTY001), {len(result.notices)} could not be analysed, "
+        f"{len(result.errors)} failed.\n"
+    )
 
 
 def cmd_rule(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -6,6 +6,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Type
@@ -17,7 +18,7 @@ from .extract.context import ModuleContext
 from .extract.waits import find_sleepers
 from .fixes import Fix, Fixer
 from .model import Location, RetryPolicy
-from .narrowing import may_hold_sites, narrow
+from .narrowing import Source, Trigger, active_triggers, narrow_source
 from .noqa import parse_suppressions
 from .rules import RULES, SyntaxErrorRule
 from .rules.base import Rule
@@ -47,6 +48,8 @@ class FileReport:
     #: An internal error of retrylint itself.
     error: Optional[str] = None
 
+
+TRIGGERS = triggers()
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.MULTILINE)
 
@@ -87,22 +90,7 @@ def check_path(path: Path, display: str, settings: Settings, want_policies: bool
         text = decode_source(data)
     except SourceError as exc:
         return FileReport(display, findings=[_rty001(display, str(exc), Location(1, 1, 1, 1))])
-    if narrowing and not may_hold_sites(data, triggers()):
-        return check_syntax_only(text, display)
-    return check_source(text, display, settings, want_policies=want_policies, narrowing=narrowing)
-
-
-def check_syntax_only(text: str, display: str) -> FileReport:
-    """A file that cannot hold a retry site still gets RTY001 for a syntax error (fast C parser)."""
-    report = FileReport(display)
-    try:
-        ast.parse(text)
-    except SyntaxError as error:
-        line = error.lineno or 1
-        report.findings.append(_rty001(display, f"SyntaxError: {error.msg}", Location(line, error.offset or 1, line, error.offset or 1)))
-    except (RecursionError, MemoryError, ValueError) as exc:
-        report.notice = f"could not analyse: {type(exc).__name__}"
-    return report
+    return check_source(text, display, settings, want_policies=want_policies, narrowing=narrowing, data=data)
 
 
 def check_source(
@@ -112,26 +100,29 @@ def check_source(
     want_policies: bool = False,
     rules: Optional[Sequence[Type[Rule]]] = None,
     narrowing: bool = True,
+    data: Optional[bytes] = None,
 ) -> FileReport:
     report = FileReport(display)
-    parsed = parse(text, display)
+    code: Optional[str] = text
+    active = None
+    if narrowing:
+        active = active_triggers(data if data is not None else text.encode("utf-8", "surrogatepass"), TRIGGERS)
+        code = _narrowed(text, active, report)
+        if code is None:
+            return report
+    parsed = parse(code, display)
+    if not isinstance(parsed, cst.Module) and code is not text:
+        parsed = parse(text, display)  # never let narrowing be the reason a file fails
     if isinstance(parsed, Finding):
         report.findings.append(parsed)
         return report
     if isinstance(parsed, str):
         report.notice = parsed
         return report
-    original = parsed
-    if narrowing:
-        narrowed = narrow(parsed, triggers())
-        if narrowed is None:
-            return report
-        parsed = narrowed
     try:
-        # Helpers that sleep are looked up in the whole module: narrowing may have dropped them.
-        ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(original))
-        policies = extract_policies(ctx)
-        dead_letters = extract_dead_letters(ctx)
+        ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(parsed))
+        policies = extract_policies(ctx, active)
+        dead_letters = extract_dead_letters(ctx, active)
     except RecursionError:
         report.notice = "could not analyse: the code is nested too deeply for the analysis"
         return report
@@ -169,6 +160,32 @@ def check_source(
     return report
 
 
+def _narrowed(text: str, active: List[Trigger], report: FileReport) -> Optional[str]:
+    """The code libcst must see (see :mod:`retrylint.narrowing`); None when the file is done.
+
+    The standard ``ast`` is the syntax check of every file. When it refuses the file, libcst
+    decides (it reads 3.12+ syntax on older Pythons) on the whole text.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are the compiler's business, not ours
+            tree = ast.parse(text)
+    except SyntaxError:
+        if active:
+            return text
+        parsed = parse(text, report.path)
+        if isinstance(parsed, Finding):
+            report.findings.append(parsed)
+        elif isinstance(parsed, str):
+            report.notice = parsed
+        return None
+    except (RecursionError, MemoryError, ValueError):
+        return text  # libcst may still read it; if not, it says why
+    if not active:
+        return None
+    return narrow_source(Source(text, tree), active)
+
+
 def _fix(rule: Rule, policy: RetryPolicy, fixer: Fixer) -> Optional[Fix]:
     """A rule's fix; a fix that fails to build is dropped, never a crash."""
     try:
@@ -185,7 +202,9 @@ def parse(text: str, display: str):
         libcst_reason = exc.message
         error: Optional[SyntaxError] = None
         try:
-            ast.parse(text)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(text)
         except SyntaxError as syntax:
             error = syntax
         except (RecursionError, MemoryError, ValueError):

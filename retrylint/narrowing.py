@@ -1,143 +1,467 @@
-"""Skip what cannot hold a retry site, before the expensive libcst metadata.
+"""Skip what cannot hold a retry site before libcst sees it.
 
-Scope and qualified-name resolution costs ten to twenty times the parse. Most
-files, and most functions in the rest, cannot hold a retry site, so the engine:
+libcst parses about ten times slower than the standard library's ``ast``, and its scope
+and qualified-name metadata cost ten to twenty times the parse. Most files, and most
+functions in the rest, cannot hold a retry site, so the engine:
 
-1. checks the raw text for the words any site needs (:func:`may_hold_sites`);
-2. after parsing, replaces every function and class that cannot hold a site by
-   a ``pass`` padded with blank lines to the same height (:func:`narrow`), so
-   line numbers are unchanged and imports and module constants stay resolvable.
+1. checks the raw bytes for the words any site needs (:func:`active_triggers`);
+2. parses with ``ast`` (the syntax check every file gets anyway) and finds the lines where
+   a site can start: calls and decorators named like a library's API, and loops and
+   self-calling functions that pass an exact structural check on the ``ast``;
+3. if there are none, the file is done; otherwise the definitions (functions, classes and
+   their members) that hold none of those lines are replaced by ``pass`` padded with
+   blank lines to the same height (:func:`narrow_source`), so line and column numbers
+   are unchanged and imports and module constants stay resolvable; libcst parses that.
 
-Both steps are conservative by construction; a test checks that findings with and
-without them are identical over a large corpus.
+Every step keeps more than the extractors need, never less; a test compares the findings
+with and without narrowing over a large corpus and requires them to be identical.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
+import io
 import re
-from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Set
+from dataclasses import dataclass, field
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
-import libcst as cst
+#: Statements that define a name and run their body later: narrowing replaces them whole.
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_DEFERRED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
-from .syntax import children
+
+class Words:
+    """A file gate: does the raw text contain one of these words? (``bytes.find`` is a
+    hundred times faster than a regular expression with alternatives.)"""
+
+    def __init__(self, *words: str, ignore_case: bool = False) -> None:
+        self.words = tuple(w.lower().encode() if ignore_case else w.encode() for w in words)
+        self.ignore_case = ignore_case
+
+    def search(self, data: bytes) -> bool:
+        if self.ignore_case:
+            data = data.lower()
+        return any(word in data for word in self.words)
+
+    def __repr__(self) -> str:
+        return f"Words({', '.join(w.decode() for w in self.words)})"
+
+
+class AllOf:
+    """A file gate that needs each of its gates (a broker's method *and* its package)."""
+
+    def __init__(self, *gates: Words) -> None:
+        self.gates = gates
+
+    def search(self, data: bytes) -> bool:
+        return all(gate.search(data) for gate in self.gates)
 
 
 @dataclass(frozen=True)
 class Trigger:
-    """What one extractor needs to see before a site of its kind can exist.
+    """Where one extractor's sites can be, from cheapest to most precise.
 
-    ``text`` is searched in the raw bytes before parsing; ``node`` says whether a
-    node of the parsed module can be (part of) a site. Both must be conservative:
-    a site the extractor would find always has them.
+    ``text``: the raw file must contain one of its words, or it has no site of this kind.
+    ``calls``/``decorators``: a call (or bare decorator) whose callee's last name is one of
+    these may be a site; with ``partial`` the word may be part of the name (``_sleep_for``),
+    in any case. ``statements``: statement types where a site may start; ``confirm`` is asked
+    about each (an exact check on the ``ast``). ``context``: what the trigger finds only
+    helps to read a site elsewhere (a ``self.queue`` assignment): it keeps its definition,
+    but never makes a file worth parsing; with ``called``, only when kept code calls that
+    definition by name (a helper that sleeps).
+
+    All of it must be conservative: a site the extractor would find always matches.
     """
 
-    text: "re.Pattern[bytes]"
-    node: Callable[[cst.CSTNode], bool]
+    text: "Words | AllOf"
+    calls: FrozenSet[str] = frozenset()
+    decorators: FrozenSet[str] = frozenset()
+    partial: bool = False
+    statements: Tuple[type, ...] = ()
+    confirm: Optional[Callable[[ast.stmt, "Source"], bool]] = None
+    context: bool = False
+    called: bool = False
+
+
+def active_triggers(data: bytes, triggers: Sequence[Trigger]) -> List[Trigger]:
+    """The triggers whose words the file has; empty when no site can exist."""
+    active = [t for t in triggers if not t.context and t.text.search(data)]
+    if not active:
+        return []
+    return active + [t for t in triggers if t.context and t.text.search(data)]
 
 
 def may_hold_sites(data: bytes, triggers: Sequence[Trigger]) -> bool:
-    return any(trigger.text.search(data) for trigger in triggers)
+    return bool(active_triggers(data, triggers))
 
 
-def narrow(module: cst.Module, triggers: Sequence[Trigger]) -> Optional[cst.Module]:
-    """A module with only the definitions that can hold a site; None when there are none."""
-    try:
-        holders = _holders(module, triggers)
-    except RecursionError:
-        return module  # too deep to scan: keep everything; the engine reports the depth if it must
-    if module not in holders:
-        return None
-    out: List[cst.BaseStatement] = []
-    for statement in module.body:
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-            narrowed = _narrow_definition(module, statement, holders)
-            out.append(narrowed if narrowed is not None else _placeholder(module, statement))
-        else:
-            out.append(statement)
-    return module.with_changes(body=out)
+# ---------------------------------------------------------------- the source
 
 
-def _narrow_definition(module: cst.Module, node: cst.BaseStatement, holders: Set[cst.CSTNode]) -> Optional[cst.BaseStatement]:
-    if node not in holders:
-        return None
-    if isinstance(node, cst.FunctionDef) or not isinstance(node.body, cst.IndentedBlock):  # type: ignore[attr-defined]
-        return node
-    members: List[cst.BaseStatement] = []
-    for member in node.body.body:  # type: ignore[attr-defined]
-        if isinstance(member, (cst.FunctionDef, cst.ClassDef)):
-            narrowed = _narrow_definition(module, member, holders)
-            members.append(narrowed if narrowed is not None else _placeholder(module, member, indented=True))
-        else:
-            members.append(member)
-    return node.with_changes(body=node.body.with_changes(body=members))  # type: ignore[attr-defined]
+_ALIAS = re.compile(r"\bas[ \t]+(\w+)")
+# ``DELAYS = (1, 2, 4)``, ``DELAYS: tuple = 1, 2, 4``, ``A = B = [1, 2]``
+_SEQUENCE_ASSIGNED = re.compile(r"\b(\w+)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:\w+[ \t]*=(?!=)[ \t]*)*[\[(\d.+-]")
 
 
-def _holders(module: cst.Module, triggers: Sequence[Trigger]) -> Set[cst.CSTNode]:
-    """The module, classes and functions that contain a candidate site (one pass, bottom-up)."""
-    holders: Set[cst.CSTNode] = set()
-    tests = [trigger.node for trigger in triggers]
-    derived = _derived_classes(module, tests)
-    if derived:
-        # ``class LoggingRetry(Retry)`` and the calls that build one are sites too.
-        tests.append(lambda node: isinstance(node, cst.ClassDef) and node.name.value in derived)
-        tests.append(lambda node: isinstance(node, cst.Call) and _last(node.func) in derived)
+class Source:
+    """A file's text, its lines as ``ast`` and libcst count them, and its ``ast``."""
 
-    def visit(node: cst.CSTNode) -> bool:
-        found = False
-        for child in children(node):
-            if visit(child):
-                found = True
-        if not found and any(test(node) for test in tests):
-            found = True
-        if found and isinstance(node, (cst.Module, cst.FunctionDef, cst.ClassDef)):
-            holders.add(node)
-        return found
+    def __init__(self, text: str, tree: ast.Module) -> None:
+        self.text = text
+        self.tree = tree
+        # Only \n, \r\n and \r end a line for the parsers; str.splitlines also splits on
+        # form feeds and other separators.
+        self.lines: List[str] = io.StringIO(text, newline="").readlines()
+        self.starts: List[int] = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line))
+        self._aliases: Optional[FrozenSet[str]] = None
+        self._sequences: Optional[FrozenSet[str]] = None
+        self._statements: Optional[List[ast.stmt]] = None
 
-    visit(module)
-    return holders
+    @property
+    def statements(self) -> List[ast.stmt]:
+        if self._statements is None:
+            self._statements = list(all_statements(self.tree))
+        return self._statements
 
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset)
 
-def _derived_classes(module: cst.Module, tests: List[Callable[[cst.CSTNode], bool]]) -> Set[str]:
-    """Names of classes whose base would be a site if it were called (subclasses of library classes)."""
-    classes = [n for n in _walk(module) if isinstance(n, cst.ClassDef) and n.bases]
-    if not classes:
-        return set()
-    derived: Set[str] = set()
-    changed = True
-    while changed:  # a subclass of a subclass
-        changed = False
-        for node in classes:
-            if node.name.value in derived:
-                continue
-            for base in node.bases:
-                probe = cst.Call(func=base.value)
-                if _last(base.value) in derived or any(test(probe) for test in tests):
-                    derived.add(node.name.value)
-                    changed = True
-                    break
-    return derived
+    def span(self, node: ast.stmt) -> Tuple[int, int]:
+        """Offsets of the statement's lines in the text (for ``str.find``/``count`` without a copy)."""
+        return self.starts[first_line(node) - 1], self.starts[node.end_lineno or node.lineno]
 
+    def has(self, node: ast.stmt, *words: str) -> bool:
+        start, end = self.span(node)
+        return any(self.text.find(word, start, end) >= 0 for word in words)
 
-def _last(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return ""
+    def count(self, node: ast.stmt, word: str) -> int:
+        start, end = self.span(node)
+        return self.text.count(word, start, end)
+
+    @property
+    def aliases(self) -> FrozenSet[str]:
+        """Names bound by ``as`` (``from time import sleep as nap``): any of them may be a builtin."""
+        if self._aliases is None:
+            self._aliases = frozenset(_ALIAS.findall(self.text))
+        return self._aliases
+
+    @property
+    def sequence_names(self) -> FrozenSet[str]:
+        """Names assigned a list or tuple display somewhere (``DELAYS = (1, 2, 4)``)."""
+        if self._sequences is None:
+            self._sequences = frozenset(_SEQUENCE_ASSIGNED.findall(self.text))
+        return self._sequences
 
 
-def _walk(node: cst.CSTNode):
-    stack = [node]
+def first_line(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", None)
+    return min([node.lineno] + [d.lineno for d in decorators]) if decorators else node.lineno
+
+
+def all_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included, without visiting expressions (cheap)."""
+    stack: List[ast.stmt] = list(reversed(tree.body))
     while stack:
-        current = stack.pop()
-        yield current
-        if not isinstance(current, (cst.BaseSmallStatement, cst.BaseExpression)):
-            stack.extend(children(current))
+        statement = stack.pop()
+        yield statement
+        inner: List[ast.stmt] = []
+        for body in _bodies(statement):
+            inner.extend(body)
+        stack.extend(reversed(inner))
 
 
-def _placeholder(module: cst.Module, node: cst.BaseStatement, indented: bool = False) -> cst.BaseStatement:
-    """``pass`` on the node's last line, blank lines above: the same height as the node."""
-    height = module.code_for_node(node).count("\n")
-    blank = [cst.EmptyLine(indent=indented, whitespace=cst.SimpleWhitespace(""))] * max(height - 1, 0)
-    return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=blank)
+def local_nodes(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    """Walk ``nodes`` without entering nested functions, classes and lambdas."""
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _DEFERRED))
+            elif isinstance(value, ast.AST) and not isinstance(value, _DEFERRED):
+                stack.append(value)
+
+
+def last_name(expr: ast.AST) -> Optional[str]:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
+
+
+# ---------------------------------------------------------------- narrowing
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+_IDENTIFIER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _call_lines(source: Source, text: str, words: FrozenSet[str], partial: bool) -> Iterator[int]:
+    """Lines where ``word(`` is called (``partial``: a name containing the word)."""
+    for word in words:
+        size = len(word)
+        at = text.find(word)
+        while at >= 0:
+            end = at + size
+            if partial:
+                while end < len(text) and text[end] in _IDENTIFIER:
+                    end += 1
+            if (partial or at == 0 or text[at - 1] not in _IDENTIFIER) and (end >= len(text) or text[end] not in _IDENTIFIER):
+                rest = text[end : end + 80].lstrip()
+                if rest.startswith("("):
+                    yield source.line_of(at)
+            at = text.find(word, at + size)
+
+
+def _decorator_lines(source: Source, words: FrozenSet[str]) -> Iterator[int]:
+    text = source.text
+    for word in words:
+        at = text.find(word)
+        while at >= 0:
+            line = source.line_of(at)
+            if text[source.starts[line - 1] : at].lstrip(" \t\f").startswith("@"):
+                yield line
+            at = text.find(word, at + len(word))
+
+
+@dataclass
+class _Lines:
+    primary: Set[int] = field(default_factory=set)
+    context: Set[int] = field(default_factory=set)
+    #: context needed only where kept code calls the definition around it
+    helpers: Set[int] = field(default_factory=set)
+
+
+def site_lines(source: Source, active: Sequence[Trigger]) -> _Lines:
+    """Lines where a site (primary) or what helps to read one (context) may start."""
+    found = _Lines()
+    lowered: Optional[str] = None
+    by_type: Dict[type, List[Trigger]] = {}
+    calls, derived_lines = _derived_calls(source, active)
+    found.context.update(derived_lines)
+    for trigger, words in zip(active, calls):
+        into = found.helpers if trigger.called else found.context if trigger.context else found.primary
+        if words:
+            if trigger.partial:
+                lowered = source.text.lower() if lowered is None else lowered
+                into.update(_call_lines(source, lowered, frozenset(w.lower() for w in words), True))
+            else:
+                into.update(_call_lines(source, source.text, words, False))
+        if trigger.decorators:
+            into.update(_decorator_lines(source, trigger.decorators))
+        for kind in trigger.statements:
+            by_type.setdefault(kind, []).append(trigger)
+    if by_type:
+        for statement in source.statements:
+            for trigger in by_type.get(type(statement), ()):
+                into = found.context if trigger.context else found.primary
+                if statement.lineno not in into and (trigger.confirm is None or trigger.confirm(statement, source)):
+                    into.add(statement.lineno)
+    return found
+
+
+def _derived_calls(source: Source, active: Sequence[Trigger]) -> Tuple[List[FrozenSet[str]], Set[int]]:
+    """Each trigger's call words plus the local classes derived from one of them
+    (``class LoggingRetry(Retry)``: building one is a site too), and the lines of those
+    classes (kept: they tell what ``LoggingRetry(…)`` builds)."""
+    out = [t.calls for t in active]
+    lines: Set[int] = set()
+    if not any(out) or "class" not in source.text:
+        return out, lines
+    headers = []
+    for statement in source.statements:
+        if isinstance(statement, ast.ClassDef) and statement.bases:
+            bases = {last_name(b) for b in statement.bases} - {None}
+            headers.append((statement.name, bases, statement.lineno))
+    if not headers:
+        return out, lines
+    for index, words in enumerate(out):
+        if not words or active[index].partial:
+            continue
+        derived = set(words)
+        changed = True
+        while changed:
+            changed = False
+            for name, bases, line in headers:
+                if name not in derived and bases & derived:
+                    derived.add(name)
+                    lines.add(line)
+                    changed = True
+        out[index] = frozenset(derived)
+    return out, lines
+
+
+_CALLED = re.compile(r"(\w+)\s*\(")
+
+
+def narrow_source(source: Source, active: Sequence[Trigger]) -> Optional[str]:
+    """The text libcst needs: None when nothing can hold a site."""
+    lines = site_lines(source, active)
+    if not lines.primary:
+        return None
+    if _LONE_CR.search(source.text):
+        return source.text  # old Mac line ends: the line-based patterns cannot be trusted
+    keep = lines.primary | lines.context
+    text = _kept(source, keep)
+    if lines.helpers:
+        # Helpers count only where kept code calls them by name (``self._backoff()``).
+        called = set(_CALLED.findall(text))
+        extra = {line for line in lines.helpers if _definition_name(source.tree, line) in called}
+        if extra:
+            text = _kept(source, keep | extra)
+    return text
+
+
+def _definition_name(tree: ast.Module, line: int) -> Optional[str]:
+    """The function, or method of a class, around ``line`` (as ``find_sleepers`` reads them)."""
+    for statement in tree.body:
+        if isinstance(statement, DEFINITIONS) and first_line(statement) <= line <= (statement.end_lineno or 0):
+            if isinstance(statement, ast.ClassDef):
+                for member in statement.body:
+                    if isinstance(member, DEFINITIONS) and first_line(member) <= line <= (member.end_lineno or 0):
+                        return member.name
+                return None
+            return statement.name
+    return None
+
+
+_IDENTIFIERS = re.compile(r"[A-Za-z_]\w*")
+
+
+def _kept(source: Source, lines: Set[int]) -> str:
+    """The text with every definition that holds none of ``lines`` blanked, and the
+    module-level statements nothing kept can read (a docstring, ``main()``, a table that
+    no kept code names)."""
+    keep = sorted(lines)
+    out = list(source.lines)
+    changed = False
+
+    def holds(node: ast.stmt) -> bool:
+        start, end = first_line(node), node.end_lineno or node.lineno
+        index = bisect.bisect_left(keep, start)
+        return index < len(keep) and keep[index] <= end
+
+    def visit(body: Sequence[ast.stmt]) -> None:
+        nonlocal changed
+        for statement in body:
+            if not isinstance(statement, DEFINITIONS):
+                # ``if sys.platform == "win32": def …`` in a module or class body
+                for inner in _bodies(statement):
+                    visit(inner)
+            elif not holds(statement):
+                _blank(source, out, statement)
+                changed = True
+            elif isinstance(statement, ast.ClassDef):
+                visit(statement.body)
+
+    visit(source.tree.body)
+    # Module-level statements: blank those that bind no name the kept code reads.
+    optional: List[Tuple[ast.stmt, Set[str]]] = []
+    body = source.tree.body
+    for index, statement in enumerate(body):
+        if isinstance(statement, DEFINITIONS) or holds(statement) or not _alone(body, index):
+            continue
+        bound = _bound_names(statement, source)
+        if bound is not None:
+            optional.append((statement, bound))
+    if optional:
+        skipped = {id(s) for s, _ in optional}
+        referenced = set(_IDENTIFIERS.findall("".join(
+            "".join(out[first_line(s) - 1 : s.end_lineno]) for s in body if id(s) not in skipped
+        )))
+        pending = optional
+        grew = True
+        while grew:
+            grew = False
+            rest = []
+            for statement, bound in pending:
+                if bound & referenced:
+                    referenced.update(_IDENTIFIERS.findall(source.text, *source.span(statement)))
+                    grew = True
+                else:
+                    rest.append((statement, bound))
+            pending = rest
+        for statement, _ in pending:
+            _blank(source, out, statement)
+            changed = True
+    return "".join(out) if changed else source.text
+
+
+def _bodies(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
+    """The statement lists nested directly in a compound statement (not in definitions)."""
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(statement, name, None)
+        if value and isinstance(value, list) and isinstance(value[0], ast.stmt):
+            yield value
+    for handler in getattr(statement, "handlers", None) or ():
+        yield handler.body
+    for case in getattr(statement, "cases", None) or ():
+        yield case.body
+
+
+def _alone(body: Sequence[ast.stmt], index: int) -> bool:
+    """The statement has its lines to itself (not ``a = 1; b = 2``)."""
+    statement = body[index]
+    if index > 0 and (body[index - 1].end_lineno or 0) >= first_line(statement):
+        return False
+    return index + 1 >= len(body) or first_line(body[index + 1]) > (statement.end_lineno or statement.lineno)
+
+
+def _bound_names(statement: ast.stmt, source: Source) -> Optional[Set[str]]:
+    """The names a module-level statement binds; None when it must stay whatever the names
+    (imports, ``global``, ``if __name__ == "__main__":``)."""
+    if isinstance(statement, (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
+        return None
+    if source.has(statement, "__name__", "import", "__all__", "global"):
+        return None
+    bound: Set[str] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                bound.add(base.id)  # ``app.conf.x = 1`` changes what ``app`` holds
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                bound.add(base.id)
+        elif isinstance(node, ast.Call):
+            # ``app.conf.update(…)``, ``registry.append(…)``: a call may change what a name holds.
+            func = node.func
+            while isinstance(func, (ast.Attribute, ast.Subscript, ast.Call)):
+                func = func.value if not isinstance(func, ast.Call) else func.func
+            if isinstance(func, ast.Name):
+                bound.add(func.id)
+    return bound
+
+
+_INDENT = re.compile(r"[ \t\f]*")
+
+
+def _blank(source: Source, out: List[str], node: ast.stmt) -> None:
+    """``pass`` on the definition's first line, blank lines below: the same height."""
+    start, end = first_line(node), node.end_lineno or node.lineno
+    for number in range(start, end + 1):
+        line = source.lines[number - 1]
+        out[number - 1] = line[len(line.rstrip("\r\n")) :]
+    first = source.lines[start - 1]
+    out[start - 1] = _INDENT.match(first).group() + "pass" + out[start - 1]  # type: ignore[union-attr]

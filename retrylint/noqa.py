@@ -44,14 +44,28 @@ def _codes(text: Optional[str]) -> Optional[FrozenSet[str]]:
 
 
 def parse_suppressions(source: str) -> Suppressions:
-    """Read noqa comments from real comment tokens (a ``# noqa`` inside a string does not count)."""
+    """Read noqa comments from real comment tokens (a ``# noqa`` inside a string does not count).
+
+    A line that ends inside a multi-line string or continues with a backslash cannot hold a
+    comment: the comment at the end of that run of lines counts for each of its lines (as in
+    flake8 and ruff, so that one ``# noqa`` works for retrylint and for its flake8 plugin)."""
     result = Suppressions()
     file_codes: Optional[FrozenSet[str]] = frozenset()
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         tokens = []
+    run_start: Optional[int] = None
     for token in tokens:
+        if token.type in (tokenize.NL, tokenize.NEWLINE):
+            end = token.start[0]
+            if run_start is not None and end in result.lines:
+                for line in range(run_start, end):
+                    result.lines.setdefault(line, result.lines[end])
+            run_start = None
+            continue
+        if run_start is None and token.type not in (tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            run_start = token.start[0]
         if token.type != tokenize.COMMENT:
             continue
         text = token.string

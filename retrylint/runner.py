@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .discovery import Candidate
-from .engine import FileReport, Finding, SourceError, check_path, check_source
+from .engine import FileReport, Finding, check_path, check_source
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .cache import Cache
 
 
 @dataclass
@@ -60,13 +63,97 @@ def _collect(result: RunResult, report: FileReport, settings: Settings, root: Pa
 
 
 def run_files(
-    candidates: Sequence[Candidate], settings: Settings, root: Path, want_policies: bool = False
+    candidates: Sequence[Candidate],
+    settings: Settings,
+    root: Path,
+    want_policies: bool = False,
+    jobs: int = 1,
+    cache: Optional["Cache"] = None,
 ) -> RunResult:
+    """Check every candidate: cached reports first, the rest in ``jobs`` worker processes."""
+    from .cache import digest
+
+    reports: List[Optional[FileReport]] = [None] * len(candidates)
+    todo: List[int] = []
+    digests: Dict[int, str] = {}
+    for index, candidate in enumerate(candidates):
+        if cache is not None:
+            try:
+                content = digests[index] = digest(candidate.path.read_bytes())
+            except OSError:
+                pass  # check_path reports it
+            else:
+                hit = cache.get(candidate.path, content)
+                if hit is not None:
+                    reports[index] = _displayed(hit, display_path(candidate.path))
+                    continue
+        todo.append(index)
+    work = [(candidates[i].path, display_path(candidates[i].path)) for i in todo]
+    for index, report in zip(todo, _check_all(work, settings, want_policies, jobs)):
+        reports[index] = report
+        if cache is not None and index in digests:
+            cache.put(candidates[index].path, digests[index], report)
+    if cache is not None:
+        cache.save()
     result = RunResult()
-    for candidate in candidates:
-        report = check_path(candidate.path, display_path(candidate.path), settings, want_policies=want_policies)
+    for report in reports:
+        assert report is not None
         _collect(result, report, settings, root)
     return result
+
+
+#: Below this many files to analyse, starting worker processes costs more than it saves.
+_PARALLEL_MINIMUM = 16
+
+
+def _check_all(work: List[Tuple[Path, str]], settings: Settings, want_policies: bool, jobs: int) -> Iterator[FileReport]:
+    if jobs <= 1 or want_policies or len(work) < _PARALLEL_MINIMUM:
+        for path, display in work:
+            yield _check_one(path, display, settings, want_policies)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(settings,)) as pool:
+            chunk = max(1, min(32, len(work) // (jobs * 8)))
+            for report in pool.map(_worker_check, work, chunksize=chunk):
+                done += 1
+                yield report
+    except BrokenProcessPool:
+        # A worker died (out of memory, killed): finish in this process rather than fail.
+        for path, display in work[done:]:
+            yield _check_one(path, display, settings, want_policies)
+
+
+_WORKER_SETTINGS: Optional[Settings] = None
+
+
+def _start_worker(settings: Settings) -> None:
+    global _WORKER_SETTINGS
+    _WORKER_SETTINGS = settings
+
+
+def _worker_check(item: Tuple[Path, str]) -> FileReport:
+    assert _WORKER_SETTINGS is not None
+    return _check_one(item[0], item[1], _WORKER_SETTINGS, False)
+
+
+def _check_one(path: Path, display: str, settings: Settings, want_policies: bool) -> FileReport:
+    try:
+        return check_path(path, display, settings, want_policies=want_policies)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - one file never stops the run
+        return FileReport(display, error=f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _displayed(report: FileReport, display: str) -> FileReport:
+    """A cached report under the path as shown from the current directory."""
+    if report.path == display:
+        return report
+    return replace(report, path=display, findings=[replace(f, path=display) for f in report.findings])
 
 
 def run_stdin(text: str, filename: Optional[str], settings: Settings, root: Path, want_policies: bool = False) -> RunResult:

@@ -11,11 +11,11 @@ extractor here; rules do not change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List
+from typing import Callable, Collection, List, Optional
 
 from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
-from . import dead_letters, loops, recursion
+from . import dead_letters, loops, recursion, waits
 from .context import ModuleContext
 from .libraries import LIBRARIES
 
@@ -45,20 +45,27 @@ DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = [
 
 
 def triggers() -> List[Trigger]:
-    return [e.trigger for e in EXTRACTORS] + [e.trigger for e in DEAD_LETTER_EXTRACTORS]
+    """What narrowing looks for: every extractor's sites, then what helps to read them."""
+    return [e.trigger for e in EXTRACTORS] + [e.trigger for e in DEAD_LETTER_EXTRACTORS] + [
+        dead_letters.CONTEXT,
+        waits.SLEEPERS,
+    ]
 
 
-def extract_policies(ctx: ModuleContext) -> List[RetryPolicy]:
+def extract_policies(ctx: ModuleContext, active: Optional[Collection[Trigger]] = None) -> List[RetryPolicy]:
+    """``active``: the triggers the file matched (others cannot find anything); None: all."""
     policies: List[RetryPolicy] = []
     for extractor in EXTRACTORS:
-        policies.extend(extractor.extract(ctx))
+        if active is None or extractor.trigger in active:
+            policies.extend(extractor.extract(ctx))
     policies.sort(key=lambda p: (p.location.line, p.location.column))
     return policies
 
 
-def extract_dead_letters(ctx: ModuleContext) -> List[DeadLetterOperation]:
+def extract_dead_letters(ctx: ModuleContext, active: Optional[Collection[Trigger]] = None) -> List[DeadLetterOperation]:
     operations: List[DeadLetterOperation] = []
     for extractor in DEAD_LETTER_EXTRACTORS:
-        operations.extend(extractor.extract(ctx))
+        if active is None or extractor.trigger in active:
+            operations.extend(extractor.extract(ctx))
     operations.sort(key=lambda o: (o.location.line, o.location.column))
     return operations

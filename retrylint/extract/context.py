@@ -38,6 +38,17 @@ class Binding:
     operator: Optional[cst.BaseAugOp] = None  # for augassign
 
 
+def _from_recursion(exc: BaseException) -> bool:
+    seen = set()
+    cause: Optional[BaseException] = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, RecursionError):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 class ModuleContext:
     """libcst metadata for one module, resolved once and shared by every extractor."""
 
@@ -48,7 +59,15 @@ class ModuleContext:
         #: Functions and methods of the (whole, un-narrowed) module whose body waits.
         self.sleepers = sleepers
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        resolved = self.wrapper.resolve_many([QualifiedNameProvider, ScopeProvider, PositionProvider])
+        try:
+            resolved = self.wrapper.resolve_many([QualifiedNameProvider, ScopeProvider, PositionProvider])
+        except KeyError as exc:
+            # libcst's PositionProvider turns a RecursionError in deeply nested code into a
+            # KeyError (its cleanup looks up a position never recorded), whose message is the
+            # repr of a huge node: say what happened instead.
+            if _from_recursion(exc):
+                raise RecursionError("the code is nested too deeply for libcst's metadata") from None
+            raise
         self._qnames = resolved[QualifiedNameProvider]
         self._scopes = resolved[ScopeProvider]
         self._positions = resolved[PositionProvider]

@@ -19,6 +19,7 @@ A DLQ copied to another DLQ (an archive) is neither. What is not known stays unk
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -26,13 +27,12 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from ..model import DeadLetterKind, DeadLetterOperation, Location
-from ..narrowing import Trigger
+from ..narrowing import AllOf, Trigger, Words
 from ..syntax import (
     DEFERRED,
     LOOPS,
     call_args,
     dotted_name,
-    is_true_literal,
     last_name,
     number,
     outcomes,
@@ -42,9 +42,9 @@ from ..syntax import (
 )
 from .brokers import (
     ALL_METHODS,
-    FACTORY_NAMES,
     MOVE,
     PUBLISH,
+    PACKAGES,
     PUBLISH_METHODS,
     RECEIVE,
     STREAM,
@@ -54,7 +54,7 @@ from .brokers import (
 )
 from .context import ModuleContext
 from .dead_letter_context import ATTRIBUTES, BODY, CONTEXT_FIELDS, FieldNames, PayloadReader
-from .queue_names import UNKNOWN_QUEUE, QueueNames, QueueRef, compiled_pattern
+from .queue_names import UNKNOWN_QUEUE, QueueNames, QueueRef
 from .triggers_of_work import WorkTriggers
 from .waits import sleep_of
 
@@ -67,49 +67,36 @@ _REGISTRATIONS = frozenset({"basic_consume", "subscribe", "consume", "Consumer",
 #: Decorators of celery tasks (their queues), scheduled jobs and click/typer commands.
 _DECORATORS = frozenset({"task", "shared_task", "scheduled_job", "periodic_task", "db_periodic_task", "repeat",
                          "crontab", "command", "group"})
-_QUEUE_WORDS = compiled_pattern(r"dlq|dlx|dead[-_. ]?letter|poison|parking[-_. ]?lot|queue|topic")
-_RUNNING_TEST = re.compile(r"running|alive|active|stop|shutdown|should_exit|keep_going|forever|closing|exit", re.I)
 
 
-def _candidate(node: cst.CSTNode) -> bool:
-    """What a DLQ operation, or what says from elsewhere how it runs, can be made of.
-
-    Publish and move calls; consumer and scheduler registrations; task and job decorators;
-    ``while True`` loops (a caller that runs a replay forever); ``self.x = …`` assignments
-    that create a client or name a queue (read when the operation uses ``self.x``).
-    """
-    if isinstance(node, cst.Call):
-        name = last_name(node.func)
-        if name in PUBLISH_METHODS or name in _REGISTRATIONS:
-            return True
-        if name == "do":  # schedule.every(5).minutes.do(job)
-            return "every" in {last_name(n.func) for n in walk(node.func) if isinstance(n, cst.Call)}
-        return name in ("schedule", "cron") and any(a.keyword is not None and a.keyword.value == "func" for a in node.args)
-    if isinstance(node, cst.Decorator):
-        expr = node.decorator
-        return last_name(expr.func if isinstance(expr, cst.Call) else expr) in _DECORATORS
-    if isinstance(node, cst.While):
-        return is_true_literal(node.test) or any(
-            _RUNNING_TEST.search(dotted_name(n) or "") for n in walk(node.test) if isinstance(n, (cst.Name, cst.Attribute))
-        )
-    if isinstance(node, cst.Assign) and len(node.targets) == 1:
-        target = node.targets[0].target
-        if isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
-            value = unwrap_await(node.value)
-            if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-                return True
-            if isinstance(value, cst.Call) and last_name(value.func) in FACTORY_NAMES:
-                return True
-            return bool(_QUEUE_WORDS.search(target.attr.value) or _QUEUE_WORDS.search(" ".join(
-                dotted_name(n) or "" for n in walk(value) if isinstance(n, (cst.Name, cst.Attribute))
-            )))
-    return False
-
-
+# A broker call is recognised through its client's package, imported by the module, or by
+# SQS's own keywords (see brokers.py): a file without any of them has no DLQ operation.
 TRIGGER = Trigger(
-    text=re.compile(rb"\b(?:" + b"|".join(sorted(m.encode() for m in PUBLISH_METHODS)) + rb")\b"),
-    node=_candidate,
+    text=AllOf(
+        Words(*sorted(PUBLISH_METHODS)),
+        Words(*sorted({p.split(".")[-1] for packages in PACKAGES.values() for p in packages}), "QueueUrl", "SourceArn"),
+    ),
+    calls=PUBLISH_METHODS,
 )
+#: What says from elsewhere how an operation runs: consumer and scheduler registrations
+#: (``schedule.every(5).minutes.do(job)``), task, job and command decorators, ``while``
+#: loops (a caller that runs a replay forever), and ``self.x = …`` assignments that create
+#: a client or name a queue (read when the operation uses ``self.x``).
+CONTEXT = Trigger(
+    text=TRIGGER.text,
+    calls=_REGISTRATIONS | {"do", "schedule", "cron"},
+    decorators=_DECORATORS,
+    statements=(ast.While, ast.Assign),
+    confirm=lambda statement, source: isinstance(statement, ast.While) or _assigns_self(statement),
+    context=True,
+)
+
+
+def _assigns_self(statement: ast.stmt) -> bool:
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return False
+    target = statement.targets[0]
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
 
 # ---------------------------------------------------------------- message flow
 

@@ -63,6 +63,8 @@ from .errors import Handler, describe_handler, failure_names, retried_error
 from .flow import exits_in, guard_exits, rest_after, status_outcomes
 from .status import ALL_STATUSES, mentions_status, status_set
 from ..narrowing import Trigger
+from .candidates import FAILURE_WORDS, loop_may_retry
+from .candidates import LOOPS as CANDIDATE_LOOPS
 from .waits import Sleep, sleep_of
 
 _PROMPTS = frozenset({"input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "rich.prompt.Prompt.ask"})
@@ -135,35 +137,7 @@ class StatusSite:
     success_branches: Tuple[cst.CSTNode, ...] = ()
 
 
-_STATUS_WORDS = frozenset({"status_code", "status", "ok", "code", "status_int", "http_status", "getcode",
-                           "is_success", "is_error", "is_server_error", "is_client_error"})
-
-
-def _loop_candidate(node: cst.CSTNode) -> bool:
-    """A loop with an except handler or an HTTP-status-looking test: it may be a retry."""
-    if not isinstance(node, LOOPS):
-        return False
-    for child in walk(node.body, skip=DEFERRED):  # type: ignore[attr-defined]
-        if isinstance(child, cst.Try) and child.handlers:
-            return True
-        if isinstance(child, cst.If) and _mentions_status_word(child.test):
-            return True
-    return False
-
-
-def _mentions_status_word(test: cst.CSTNode) -> bool:
-    for child in walk(test):
-        if isinstance(child, cst.Attribute) and child.attr.value in _STATUS_WORDS:
-            return True
-        if isinstance(child, cst.Name) and ("status" in child.value or child.value in ("code", "http_code")):
-            return True
-    return False
-
-
-TRIGGER = Trigger(
-    text=re.compile(rb"\bexcept\b|status|\.ok\b|is_success|is_error|is_server_error|is_client_error|getcode"),
-    node=_loop_candidate,
-)
+TRIGGER = Trigger(text=FAILURE_WORDS, statements=CANDIDATE_LOOPS, confirm=loop_may_retry)
 
 
 def extract_loops(ctx: ModuleContext) -> List[RetryPolicy]:

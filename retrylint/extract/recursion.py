@@ -26,6 +26,7 @@ from ..syntax import (
     walk,
 )
 from ..narrowing import Trigger
+from .candidates import FAILURE_WORDS, FUNCTIONS, function_may_recurse
 from .bounds import CounterInfo, GuardEnv, classify_guard, find_counters
 from .context import ModuleContext
 from .delays import DelayEnv, classify
@@ -35,25 +36,7 @@ from .loops import combine_delays
 from .status import status_set
 
 
-def _recursion_candidate(node: cst.CSTNode) -> bool:
-    """A function that calls itself (by name, or as ``self.name``)."""
-    if not isinstance(node, cst.FunctionDef):
-        return False
-    name = node.name.value
-    for child in walk(node.body, skip=DEFERRED):
-        if isinstance(child, cst.Call):
-            target = child.func
-            if isinstance(target, cst.Name) and target.value == name:
-                return True
-            if isinstance(target, cst.Attribute) and target.attr.value == name:
-                return True
-    return False
-
-
-TRIGGER = Trigger(
-    text=re.compile(rb"\bexcept\b|status|\.ok\b|is_success|is_error|is_server_error|is_client_error|getcode"),
-    node=_recursion_candidate,
-)
+TRIGGER = Trigger(text=FAILURE_WORDS, statements=FUNCTIONS, confirm=function_may_recurse)
 
 
 def extract_recursions(ctx: ModuleContext) -> List[RetryPolicy]:

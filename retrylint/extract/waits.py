@@ -16,6 +16,7 @@ from typing import FrozenSet, Optional
 import libcst as cst
 
 from ..syntax import DEFERRED, call_args, dotted_name, last_name, unwrap_await, walk
+from ..narrowing import Trigger, Words
 from .context import ModuleContext
 
 SLEEP_FUNCTIONS = frozenset(
@@ -39,6 +40,13 @@ _EVENTISH = re.compile(r"(event|stop|shutdown|clos|exit|quit|cancel|wake|halt|te
 #: A call whose name says it waits: its delay is unknown, not absent.
 WAITISH = re.compile(r"(sleep|(?<!no)wait|backoff|delay|pause|throttle|cool_?down)", re.I)
 
+
+#: Helpers that wait (``def _backoff(self): time.sleep(…)``) are read from the module when a
+#: loop calls them (:func:`find_sleepers`): narrowing keeps them.
+_WAIT_WORDS = ("sleep", "wait", "backoff", "delay", "pause", "throttle", "cooldown", "cool_down", "select", "poll")
+SLEEPERS = Trigger(
+    text=Words(*_WAIT_WORDS, ignore_case=True), calls=frozenset(_WAIT_WORDS), partial=True, context=True, called=True
+)
 
 _SLEEP_WRAPPER = re.compile(r"^_*(a?sleep|sleep_?(fn|func|function|for)?)$", re.I)
 

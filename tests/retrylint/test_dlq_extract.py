@@ -5,13 +5,10 @@ from __future__ import annotations
 import textwrap
 from dataclasses import replace
 
-import libcst
 import pytest
 
-from retrylint.engine import check_source, settings_with
-from retrylint.extract import triggers
+from retrylint.engine import check_source
 from retrylint.model import DeadLetterKind
-from retrylint.narrowing import narrow
 from retrylint.rules import RULES
 from retrylint.settings import Settings
 
@@ -389,31 +386,6 @@ def test_several_publishes_in_one_loop_are_judged_once_for_limits():
         """
     )
     assert [(op.rate_limited, op.batch_limited) for op in found] == [(False, False)]
-
-
-# ---------------------------------------------------------------- narrowing changes nothing
-
-
-def _narrowed_cases():
-    """Every RTY4xx case that narrowing changes (the others are analysed whole anyway)."""
-    for rule in RULES:
-        if rule.code.startswith("RTY4"):
-            for kind in ("VALID", "INVALID"):
-                for index, case in enumerate(getattr(rule, kind)):
-                    module = libcst.parse_module(textwrap.dedent(case.code))
-                    narrowed = narrow(module, triggers())
-                    if narrowed is None or narrowed.code != module.code:
-                        yield pytest.param(case.code, id=f"{rule.code}-{kind.lower()}-{index}")
-
-
-@pytest.mark.parametrize("code", list(_narrowed_cases()))
-def test_narrowing_keeps_findings_identical(code):
-    settings = settings_with(ALL_CODES)
-    narrowed = check_source(textwrap.dedent(code), "case.py", settings)
-    whole = check_source(textwrap.dedent(code), "case.py", settings, narrowing=False)
-    assert [(f.code, f.location, f.message) for f in narrowed.findings if f.code.startswith("RTY4")] == [
-        (f.code, f.location, f.message) for f in whole.findings if f.code.startswith("RTY4")
-    ]
 
 
 def test_a_command_decorated_by_itself_does_not_recurse():

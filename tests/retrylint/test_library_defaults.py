@@ -124,4 +124,5 @@ def test_google_api_core_defaults():
 
 @pytest.mark.parametrize("module", [tenacity_ext, backoff_ext, stamina_ext, retry_ext, http_ext, queues_ext, redis_ext, google_ext])
 def test_every_library_module_has_a_trigger(module):
-    assert module.TRIGGER.text.pattern
+    # Narrowing skips files without the words and keeps only blocks with the calls.
+    assert module.TRIGGER.text.words and module.TRIGGER.calls

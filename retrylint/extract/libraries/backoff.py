@@ -26,10 +26,7 @@ _PHI = 1.618
 DEFAULTS = {"expo.base": 2.0, "expo.factor": 1.0, "constant.interval": 1.0}
 
 
-TRIGGER = Trigger(
-    text=text_trigger("backoff"),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS,
-)
+TRIGGER = Trigger(text=text_trigger("backoff"), calls=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

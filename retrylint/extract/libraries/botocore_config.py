@@ -18,10 +18,7 @@ from .common import Args, build, calls_named, last, resolve, text_trigger, value
 
 CONFIG = frozenset({"botocore.config.Config", "botocore.client.Config"})
 
-TRIGGER = Trigger(
-    text=text_trigger("botocore", "retries"),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) == "Config",
-)
+TRIGGER = Trigger(text=text_trigger("botocore", "retries"), calls=frozenset({"Config"}))
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

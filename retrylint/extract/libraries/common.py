@@ -8,13 +8,13 @@ that cannot be read is UNKNOWN and no rule judges it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from ...model import UNKNOWN, Bound, CatchKind, Delay, GiveUp, Location, Num, RetriedError, RetryPolicy, known
+from ...narrowing import Words
 from ...syntax import call_args, dotted_name, number, unwrap_await, walk
 from ..context import ModuleContext
 from ..delays import DelayEnv, shape_of
@@ -219,8 +219,8 @@ def bare_decorators(ctx: ModuleContext, names: FrozenSet[str]) -> List[cst.BaseE
     return found
 
 
-def text_trigger(*words: str) -> "re.Pattern[bytes]":
-    return re.compile("|".join(re.escape(w) for w in words).encode())
+def text_trigger(*words: str) -> Words:
+    return Words(*words)
 
 
 def mentions(node: cst.CSTNode, words: FrozenSet[str]) -> bool:

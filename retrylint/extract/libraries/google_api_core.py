@@ -39,10 +39,7 @@ HTTP_STATUS = {
     "GatewayTimeout": 504, "DeadlineExceeded": 504,
 }
 
-TRIGGER = Trigger(
-    text=text_trigger("api_core"),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) in ("Retry", "AsyncRetry"),
-)
+TRIGGER = Trigger(text=text_trigger("api_core"), calls=frozenset({"Retry", "AsyncRetry"}))
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

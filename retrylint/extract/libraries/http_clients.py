@@ -56,10 +56,7 @@ DEFAULTS = {
     "httpcore.backoff_factor": 0.5,
 }
 
-TRIGGER = Trigger(
-    text=text_trigger("urllib3", "HTTPAdapter", "HTTPTransport", "Retry"),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS,
-)
+TRIGGER = Trigger(text=text_trigger("urllib3", "HTTPAdapter", "HTTPTransport", "Retry"), calls=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

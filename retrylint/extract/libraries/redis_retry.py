@@ -17,7 +17,7 @@ import libcst as cst
 from ...model import UNBOUNDED, UNKNOWN, Bound, Delay, DelayKind, Jitter, JitterKind, RetryPolicy, known
 from ...narrowing import Trigger
 from ..context import ModuleContext
-from .common import Args, build, calls_named, clause, last, names_of, resolve, scaled, text_trigger, value
+from .common import Args, build, calls_named, clause, names_of, resolve, scaled, text_trigger, value
 
 RETRY = frozenset({"redis.retry.Retry", "redis.Retry", "redis.asyncio.retry.Retry", "redis.asyncio.Retry",
                    "redis.asyncio.client.Retry"})
@@ -32,10 +32,7 @@ _JITTERS = {
     "ExponentialBackoff": JitterKind.NONE,
 }
 
-TRIGGER = Trigger(
-    text=text_trigger("redis"),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) == "Retry",
-)
+TRIGGER = Trigger(text=text_trigger("redis"), calls=frozenset({"Retry"}))
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

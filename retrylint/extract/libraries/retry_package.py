@@ -25,12 +25,7 @@ DEFAULTS = {"tries": -1.0, "delay": 0.0, "backoff": 1.0, "jitter": 0.0}
 
 _WORDS = frozenset({"retry", "retry_call"})
 
-TRIGGER = Trigger(
-    text=text_trigger("from retry", "import retry"),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS
-    or isinstance(node, cst.Decorator) and isinstance(node.decorator, (cst.Name, cst.Attribute))
-    and last(node.decorator) in _WORDS,
-)
+TRIGGER = Trigger(text=text_trigger("from retry", "import retry"), calls=_WORDS, decorators=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

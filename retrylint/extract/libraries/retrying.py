@@ -31,12 +31,7 @@ POLICIES = frozenset({"retrying.retry", "retrying.Retrying"})
 
 _WORDS = frozenset({"retry", "Retrying"})
 
-TRIGGER = Trigger(
-    text=text_trigger("retrying"),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS
-    or isinstance(node, cst.Decorator) and isinstance(node.decorator, (cst.Name, cst.Attribute))
-    and last(node.decorator) in _WORDS,
-)
+TRIGGER = Trigger(text=text_trigger("retrying"), calls=_WORDS, decorators=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

@@ -22,10 +22,7 @@ _WORDS = frozenset({"retry", "retry_context", "RetryingCaller", "AsyncRetryingCa
 #: stamina.retry's defaults, as assumed here (tests compare them with the installed stamina).
 DEFAULTS = {"attempts": 10.0, "timeout": 45.0, "wait_initial": 0.1, "wait_max": 5.0, "wait_jitter": 1.0, "wait_exp_base": 2.0}
 
-TRIGGER = Trigger(
-    text=text_trigger("stamina"),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) in _WORDS,
-)
+TRIGGER = Trigger(text=text_trigger("stamina"), calls=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

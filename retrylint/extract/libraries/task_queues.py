@@ -43,7 +43,7 @@ DEFAULTS = {
 
 TRIGGER = Trigger(
     text=text_trigger("celery", "shared_task", ".task(", "dramatiq", "self.retry("),
-    node=lambda node: isinstance(node, cst.Call) and last(node.func) in ("task", "shared_task", "actor", "retry"),
+    calls=frozenset({"task", "shared_task", "actor", "retry"}),
 )
 
 

@@ -7,7 +7,7 @@ has no jitter and its ``max`` is effectively infinite.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List
 
 import libcst as cst
 
@@ -68,15 +68,7 @@ DEFAULTS = {
 }
 
 
-def _node(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.Call):
-        return last(node.func) in _WORDS
-    if isinstance(node, cst.Decorator):
-        return last(node.decorator) in _WORDS if isinstance(node.decorator, (cst.Name, cst.Attribute)) else False
-    return False
-
-
-TRIGGER = Trigger(text=text_trigger("tenacity"), node=_node)
+TRIGGER = Trigger(text=text_trigger("tenacity"), calls=_WORDS, decorators=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:

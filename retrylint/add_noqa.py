@@ -1,0 +1,168 @@
+"""``retrylint check --add-noqa``: silence every current finding with a ``# noqa: RTYxxx`` comment
+(ruff's ``--add-noqa``), e.g. to adopt retrylint on an existing code base and fix later.
+
+Each directive goes on the line the finding is reported on, or, when that line ends inside a
+string or continues with a backslash, at the end of that run of lines (where ``tokenize`` puts
+the NEWLINE/NL token: the one place a comment is legal, and the line flake8's noqa also reads).
+An existing ``# noqa: CODES`` comment is merged (its codes first, in their order, no duplicates);
+a bare ``# noqa`` already suppresses everything and is left alone. Files with an RTY001 (syntax
+error, unreadable, undecodable) are never touched. Encoding, BOM and line endings are kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set, TextIO, Tuple
+
+from .config import Config
+from .engine import Finding, check_source
+from .noqa import _CODE, _LINE
+from .settings import Settings
+
+_EOL = re.compile(r"(\r\n|\r|\n)\Z")
+
+
+@dataclass
+class NoqaOutcome:
+    original: str
+    text: str
+    #: lines that got a new or extended ``# noqa`` directive
+    added: int = 0
+    #: findings that a directive could not silence (never expected; reported, not hidden)
+    unsilenced: List[Finding] = field(default_factory=list)
+    #: the engine's internal error, when it had one
+    error: Optional[str] = None
+
+
+def cmd_add_noqa(args: argparse.Namespace, paths: Sequence[str], settings: Settings, config: Config,
+                 err: TextIO) -> int:
+    """``retrylint check --add-noqa PATHS``: rewrite the files, print ``Added N noqa directives.``"""
+    from .cli import EXIT_CLEAN, EXIT_ERROR, UsageError
+    from .discovery import PathNotFound, discover
+    from .runner import display_path, ignored_codes, read_for_fix, write_fixed
+
+    if "-" in paths:
+        raise UsageError("--add-noqa rewrites files: it cannot read standard input")
+    if args.fix or args.diff:
+        raise UsageError("--add-noqa cannot be combined with --fix or --diff")
+    try:
+        candidates = discover(paths, settings, config.root, force_exclude=args.force_exclude)
+    except PathNotFound as exc:
+        raise UsageError(f"path does not exist: {exc}") from None
+    total = 0
+    failed = False
+    for candidate in candidates:
+        display = display_path(candidate.path)
+        try:
+            text, encoding, bom = read_for_fix(candidate.path)
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            continue  # an RTY001 file: nothing to add a directive to
+        outcome = add_noqa_to_source(text, display, settings, ignored_codes(display, settings, config.root))
+        if outcome.error:
+            err.write(f"retrylint: error: {display}: {outcome.error}\n")
+            failed = True
+        for finding in outcome.unsilenced:
+            err.write(f"retrylint: warning: {display}:{finding.location.line}: could not add a noqa "
+                      f"directive that silences {finding.code}\n")
+        if outcome.text != text:
+            write_fixed(candidate.path, outcome.text, encoding, bom)
+            total += outcome.added
+    if not args.quiet:
+        err.write(f"Added {total} noqa directive{'' if total == 1 else 's'}.\n")
+    return EXIT_ERROR if failed else EXIT_CLEAN
+
+
+def add_noqa_to_source(text: str, display: str, settings: Settings, ignored: frozenset = frozenset()) -> NoqaOutcome:
+    """``text`` with a ``# noqa`` directive for each finding ``retrylint check`` reports in it."""
+    outcome = NoqaOutcome(text, text)
+    findings = _reported(check_source(text, display, settings), ignored, outcome)
+    if not findings or outcome.error:
+        return outcome
+    try:
+        lines, ends = comment_lines(text)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        outcome.unsilenced = findings
+        return outcome
+    wanted: Dict[int, Set[str]] = {}
+    for finding in findings:
+        wanted.setdefault(ends.get(finding.location.line, finding.location.line), set()).add(finding.code)
+    outcome.text = _apply(text, lines, wanted)
+    # Check the result: whatever a directive does not silence is reported, never hidden.
+    outcome.unsilenced = _reported(check_source(outcome.text, display, settings), ignored, outcome)
+    outcome.added = sum(1 for old, new in zip(lines, io.StringIO(outcome.text, newline="").readlines()) if old != new)
+    return outcome
+
+
+def _reported(report, ignored: frozenset, outcome: NoqaOutcome) -> List[Finding]:
+    if report.error:
+        outcome.error = report.error
+    if any(f.code == "RTY001" for f in report.findings):
+        return []  # never touch a file that does not parse
+    return [f for f in report.findings if f.code not in ignored]
+
+
+def comment_lines(text: str) -> Tuple[List[str], Dict[int, int]]:
+    """The physical lines of ``text`` (endings kept) and, for each line, the line where a comment
+    for it can go: the line itself, or the last line of the multi-line string / backslash
+    continuation it is part of (flake8 reads a noqa for any of those lines from there too)."""
+    lines = io.StringIO(text, newline="").readlines()
+    ends: Dict[int, int] = {}
+    start: Optional[int] = None
+    for token in tokenize.generate_tokens(iter(lines).__next__):
+        if token.type in (tokenize.ENDMARKER, tokenize.DEDENT, tokenize.INDENT):
+            continue
+        if start is None:
+            start = token.start[0]
+        if token.type in (tokenize.NL, tokenize.NEWLINE):
+            end = token.start[0]
+            for number in range(start, end + 1):
+                ends[number] = end
+            start = None
+    return lines, ends
+
+
+def _apply(text: str, lines: List[str], wanted: Dict[int, Set[str]]) -> str:
+    """``lines`` with the directives in ``wanted`` (line → codes) added or merged."""
+    comments = _comments(text)
+    out = list(lines)
+    for number, codes in wanted.items():
+        if not 1 <= number <= len(out):
+            continue
+        out[number - 1] = _with_directive(out[number - 1], comments.get(number), sorted(codes))
+    return "".join(out)
+
+
+def _comments(text: str) -> Dict[int, Tuple[int, str]]:
+    """line → (column, text) of the comment token that ends the line."""
+    found: Dict[int, Tuple[int, str]] = {}
+    lines = io.StringIO(text, newline="").readlines()
+    for token in tokenize.generate_tokens(iter(lines).__next__):
+        if token.type == tokenize.COMMENT:
+            found[token.start[0]] = (token.start[1], token.string)
+    return found
+
+
+def _with_directive(line: str, comment: Optional[Tuple[int, str]], codes: List[str]) -> str:
+    match = _EOL.search(line)
+    eol = match.group(1) if match else ""
+    body = line[: len(line) - len(eol)]
+    if comment is not None:
+        column, string = comment
+        directive = _LINE.search(string)
+        if directive is not None:
+            if directive.group("codes") is None:
+                return line  # a bare ``# noqa`` already suppresses every code
+            existing: List[str] = []
+            for code in _CODE.findall(directive.group("codes")):
+                if code.upper() not in (c.upper() for c in existing):
+                    existing.append(code)
+            merged = existing + [c for c in codes if c.upper() not in (e.upper() for e in existing)]
+            if merged == existing:
+                return line
+            start, end = column + directive.start(), column + directive.end()
+            return body[:start] + "# noqa: " + ", ".join(merged) + body[end:] + eol
+    return body.rstrip(" \t") + "  # noqa: " + ", ".join(codes) + eol

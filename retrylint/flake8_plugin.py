@@ -1,0 +1,111 @@
+"""A flake8 plugin: ``flake8 --select RTY`` reports retrylint's findings.
+
+Registered as the ``RTY`` ``flake8.extension`` entry point. flake8 stays optional: this module
+imports nothing from flake8. The plugin runs retrylint's own engine on the file's text, with the
+settings that ``retrylint check`` would use for that file (the nearest ``[tool.retrylint]``,
+``retrylint.toml`` …, else the defaults), ``per-file-ignores`` included.
+
+``# noqa``: the engine drops findings that retrylint's own comments suppress (also a comment on a
+loop's header, and ``# retrylint: noqa`` for a whole file); flake8 then applies its own ``# noqa``
+to what is left. A ``# noqa: RTY202`` on the reported line is honoured by both. Under flake8's
+``--disable-noqa`` the engine sees the file with its noqa comments blanked out, so nothing is
+hidden.
+
+RTY001: flake8 runs tree plugins only on files that parse, and reports a syntax error itself as
+E999, so RTY001 syntax errors are never yielded here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tokenize
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator, List, Sequence, Tuple
+
+from . import __version__
+from .engine import check_source
+from .noqa import _FILE, _LINE
+from .settings import Settings
+
+Result = Tuple[int, int, str, type]
+
+#: flake8 names the file read from standard input so (unless --stdin-display-name says otherwise).
+_STDIN_NAMES = ("stdin", "-")
+
+
+class RetrylintChecker:
+    """flake8 tree plugin: yields ``(line, column0, "RTYxxx message", type)``."""
+
+    name = "retrylint"
+    version = __version__
+
+    #: flake8's --disable-noqa (set by parse_options).
+    disable_noqa = False
+
+    def __init__(self, tree: Any, filename: str, lines: Sequence[str]) -> None:
+        # ``tree`` makes this a tree plugin (run once per file that parses); the engine parses
+        # the text itself, with libcst.
+        self.filename = filename
+        self.lines = lines
+        # Loaded here, not in run(): flake8 turns an exception raised while building the plugin
+        # into a clean 'failed during execution due to ConfigError(...)' message (exit 1).
+        directory = None if filename in _STDIN_NAMES else str(Path(filename).absolute().parent)
+        self.settings, self.root = _settings_for(directory, str(Path.cwd()))
+
+    @classmethod
+    def parse_options(cls, options: argparse.Namespace) -> None:
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
+
+    def run(self) -> Iterator[Result]:
+        text = "".join(self.lines)
+        if self.disable_noqa:
+            text = blank_noqa_comments(text)
+        report = check_source(text, self.filename, self.settings)
+        for problem in (report.notice, report.error):
+            if problem:
+                sys.stderr.write(f"retrylint: warning: {self.filename}: {problem}\n")
+        ignored = _ignored_codes(self.filename, self.settings, self.root)
+        for finding in report.findings:
+            if finding.code == "RTY001" or finding.code in ignored:
+                continue
+            yield (finding.location.line, max(finding.location.column - 1, 0),
+                   f"{finding.code} {finding.message}", type(self))
+
+
+@lru_cache(maxsize=None)
+def _settings_for(directory: "str | None", cwd: str) -> Tuple[Settings, Path]:
+    """The settings ``retrylint check FILE`` uses for a file in ``directory`` (run from ``cwd``),
+    and the project root that per-file-ignores are relative to. Cached per directory: flake8
+    calls the plugin once per file. A broken configuration is an error, never ignored."""
+    from .cli import load
+    from .config import resolve
+
+    config = load(argparse.Namespace(config=None), [directory] if directory else [])
+    return resolve(config), config.root
+
+
+def _ignored_codes(filename: str, settings: Settings, root: Path) -> frozenset:
+    from .runner import ignored_codes
+
+    return ignored_codes(filename, settings, root)
+
+
+def blank_noqa_comments(text: str) -> str:
+    """``text`` with every retrylint noqa comment (``# noqa…``, ``# retrylint: noqa…``) replaced
+    by a comment of blanks of the same length: positions and the syntax tree stay the same."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    lines: List[str] = io.StringIO(text).readlines()
+    for token in tokens:
+        if token.type != tokenize.COMMENT or not (_LINE.search(token.string) or _FILE.search(token.string)):
+            continue
+        row, start = token.start
+        line = lines[row - 1]
+        end = start + len(token.string)
+        lines[row - 1] = line[:start] + "#" + " " * (len(token.string) - 1) + line[end:]
+    return "".join(lines)

@@ -1,0 +1,188 @@
+"""Narrowing (skip files, blank definitions before libcst) changes no finding.
+
+The comparison runs the engine with and without narrowing over every rule example, the
+shipped examples and a deterministic sample of the running Python's standard library, and
+requires identical findings. ``bench/narrowing_check.py`` runs the same comparison over
+whole corpora (the standard library, site-packages, the labeled corpus).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from retrylint.engine import TRIGGERS, check_path, check_source, settings_with
+from retrylint.narrowing import Source, active_triggers, narrow_source
+from retrylint.rules import RULES
+
+ALL_CODES = tuple(rule.code for rule in RULES)
+SETTINGS = settings_with(ALL_CODES)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _findings(report):
+    return [(f.code, f.location, f.message, f.fix is not None) for f in report.findings], report.notice, report.error
+
+
+def _same(text: str, name: str) -> None:
+    narrowed = check_source(text, name, SETTINGS)
+    whole = check_source(text, name, SETTINGS, narrowing=False)
+    assert _findings(narrowed) == _findings(whole)
+
+
+def _cases():
+    for rule in RULES:
+        for kind in ("VALID", "INVALID"):
+            for index, case in enumerate(getattr(rule, kind)):
+                yield pytest.param(textwrap.dedent(case.code), id=f"{rule.code}-{kind.lower()}-{index}")
+
+
+@pytest.mark.parametrize("code", list(_cases()))
+def test_rule_examples_give_the_same_findings_narrowed(code):
+    _same(code, "case.py")
+
+
+def _shipped():
+    for path in sorted((ROOT / "examples").rglob("*.py")) + sorted((ROOT / "tests" / "retrylint" / "golden").rglob("*.py")):
+        yield pytest.param(path, id=str(path.relative_to(ROOT)))
+
+
+@pytest.mark.parametrize("path", list(_shipped()))
+def test_shipped_examples_give_the_same_findings_narrowed(path):
+    _same(path.read_text(encoding="utf-8"), path.name)
+
+
+def _stdlib_sample(count: int = 80):
+    """A fixed sample (by path hash) of the standard library: files narrowing analyses and
+    files it skips, none over 60 KB so that the unnarrowed run stays quick."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = [p for p in stdlib.rglob("*.py") if "site-packages" not in p.parts and p.stat().st_size < 60_000]
+    files.sort(key=lambda p: hashlib.sha1(str(p.relative_to(stdlib)).encode()).hexdigest())
+    analysed, skipped = [], []
+    for path in files:
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+            tree = ast.parse(text)
+        except (UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        active = active_triggers(data, TRIGGERS)
+        kept = narrow_source(Source(text, tree), active) if active else None
+        (skipped if kept is None else analysed).append(path)
+        if len(analysed) >= count // 2 and len(skipped) >= count // 2:
+            break
+    return [pytest.param(p, id=str(p.relative_to(stdlib))) for p in analysed[: count // 2] + skipped[: count // 2]]
+
+
+@pytest.mark.parametrize("path", _stdlib_sample())
+def test_standard_library_sample_gives_the_same_findings_narrowed(path):
+    narrowed = check_path(path, path.name, SETTINGS)
+    whole = check_path(path, path.name, SETTINGS, narrowing=False)
+    assert _findings(narrowed) == _findings(whole)
+
+
+# ---------------------------------------------------------------- what narrowing keeps
+
+
+def _narrow(code: str):
+    text = textwrap.dedent(code)
+    return narrow_source(Source(text, ast.parse(text)), active_triggers(text.encode(), TRIGGERS))
+
+
+def test_a_file_without_a_possible_site_is_not_parsed_by_libcst():
+    assert _narrow(
+        '''
+        """A docstring that talks about retry loops: while True, except, time.sleep(1)."""
+        def read(items):
+            for item in items:  # walks items: not a retry
+                try:
+                    use(item)
+                except ValueError:
+                    continue
+        '''
+    ) is None
+
+
+def test_definitions_without_sites_become_pass_on_the_same_lines():
+    code = textwrap.dedent(
+        '''
+        import time
+
+        DELAY = 1
+
+        def unrelated(x):
+            return x * 2
+
+        class Client:
+            timeout = 3
+
+            def close(self):
+                self.sock.close()
+
+            def fetch(self):
+                while True:
+                    try:
+                        return self.get()
+                    except ConnectionError:
+                        self._pause()
+
+            def _pause(self):
+                time.sleep(DELAY)
+        '''
+    )
+    narrowed = _narrow(code)
+    assert narrowed is not None and narrowed.count("\n") == code.count("\n")
+    kept = narrowed.splitlines()
+    original = code.splitlines()
+    assert "def unrelated" not in narrowed and "def close" not in narrowed
+    assert kept[original.index("def unrelated(x):")] == "pass"
+    assert kept[original.index("    def close(self):")] == "    pass"
+    for line in ("import time", "DELAY = 1", "    timeout = 3", "    def fetch(self):", "    def _pause(self):",
+                 "        time.sleep(DELAY)"):
+        assert line in kept, line  # imports, constants, the site and the helper that sleeps
+    ast.parse(narrowed)
+
+
+def test_a_local_subclass_of_a_library_class_is_kept_with_its_uses():
+    narrowed = _narrow(
+        '''
+        from urllib3.util.retry import Retry
+
+        class LoggingRetry(Retry):
+            def increment(self, *args, **kwargs):
+                return super().increment(*args, **kwargs)
+
+        def session():
+            return LoggingRetry(total=None)
+        '''
+    )
+    assert narrowed is not None and "class LoggingRetry(Retry):" in narrowed and "LoggingRetry(total=None)" in narrowed
+    assert "def increment" not in narrowed
+
+
+def test_a_self_call_outside_a_handler_is_no_recursive_retry():
+    assert _narrow(
+        '''
+        def walk(node):
+            try:
+                children = node.children
+            except AttributeError:
+                return
+            for child in children:
+                walk(child)
+        '''
+    ) is None
+    assert _narrow(
+        '''
+        def fetch(url, attempt=0):
+            try:
+                return get(url)
+            except ConnectionError:
+                return fetch(url, attempt + 1)
+        '''
+    ) is not None
