@@ -367,6 +367,8 @@ def _kept(source: Source, lines: Set[int]) -> str:
     for index, statement in enumerate(body):
         if isinstance(statement, DEFINITIONS) or holds(statement) or not _alone(body, index):
             continue
+        if index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # the docstring: ``from __future__`` imports may follow only it
         bound = _bound_names(statement, source)
         if bound is not None:
             optional.append((statement, bound))
@@ -458,10 +460,17 @@ _INDENT = re.compile(r"[ \t\f]*")
 
 
 def _blank(source: Source, out: List[str], node: ast.stmt) -> None:
-    """``pass`` on the definition's first line, blank lines below: the same height."""
+    """Replace a statement by one of the same height: ``pass`` for one line, else an empty
+    multi-line string (one token for libcst, where blank lines would each be a node its
+    metadata walks; line numbers below stay the same)."""
     start, end = first_line(node), node.end_lineno or node.lineno
+    endings = []
     for number in range(start, end + 1):
         line = source.lines[number - 1]
-        out[number - 1] = line[len(line.rstrip("\r\n")) :]
-    first = source.lines[start - 1]
-    out[start - 1] = _INDENT.match(first).group() + "pass" + out[start - 1]  # type: ignore[union-attr]
+        endings.append(line[len(line.rstrip("\r\n")) :])
+        out[number - 1] = ""
+    indent = _INDENT.match(source.lines[start - 1]).group()  # type: ignore[union-attr]
+    if start == end:
+        out[start - 1] = indent + "pass" + endings[0]
+    else:
+        out[start - 1] = indent + '"""' + "".join(endings[:-1]) + '"""' + endings[-1]

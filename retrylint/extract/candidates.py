@@ -44,8 +44,13 @@ def loop_may_retry(statement: ast.stmt, source: Source) -> bool:
     if not source.has(statement, "except", "status", "ok", "code", "is_"):
         return False
     body = list(local_nodes(statement.body))
+    # A retried try needs a way out on success (``loops._success_exit``): a return or break,
+    # or a ``while`` whose test the attempt can change.
+    leaves = isinstance(statement, ast.While) and any(isinstance(n, ast.Name) for n in ast.walk(statement.test)) or any(
+        isinstance(node, (ast.Return, ast.Break)) for node in body
+    )
     if not any(
-        isinstance(node, _TRY) and any(not _always_leaves(h) for h in node.handlers)  # type: ignore[attr-defined]
+        leaves and isinstance(node, _TRY) and any(not _always_leaves(h) for h in node.handlers)  # type: ignore[attr-defined]
         or isinstance(node, ast.If) and mentions_status(node.test)
         for node in body
     ):

@@ -77,6 +77,13 @@ class UnboundedRetryPolicy(Rule):
     VALID = [
         Valid(
             """
+            from google.api_core import exceptions, retry
+            policy = retry.Retry(retry.if_exception_type(exceptions.ServiceUnavailable), 1.0, 60.0, 2.0, 120.0, None)
+            """,
+            "google-api-core: the fifth positional argument is the timeout (the sixth is on_error)",
+        ),
+        Valid(
+            """
             from tenacity import retry, stop_after_attempt, wait_random_exponential
             @retry(stop=stop_after_attempt(5), wait=wait_random_exponential(max=20))
             def fetch(): ...
@@ -231,6 +238,14 @@ class UnboundedRetryPolicy(Rule):
             policy = retry.Retry(timeout=None)
             """,
             line=3,
+        ),
+        Invalid(
+            """
+            from google.api_core import exceptions, retry
+            policy = retry.Retry(retry.if_exception_type(exceptions.ServiceUnavailable), 1.0, 60.0, 2.0, None)
+            """,
+            line=3,
+            message="set `timeout=`",
         ),
     ]
 

@@ -139,6 +139,9 @@ CASES = {
     "requests": [
         ("from requests.adapters import HTTPAdapter\nadapter = HTTPAdapter(max_retries=5)\n", {"RTY201"}),
         ("from requests.adapters import HTTPAdapter\nadapter = HTTPAdapter(max_retries=1)\n", set()),
+        # (pool_connections, pool_maxsize, max_retries, pool_block): the third is the retries
+        ("from requests.adapters import HTTPAdapter\nadapter = HTTPAdapter(10, 10, 5)\n", {"RTY201"}),
+        ("from requests.adapters import HTTPAdapter\nadapter = HTTPAdapter(10, 10, 0, 5)\n", set()),
         ("from requests.adapters import HTTPAdapter\nfrom urllib3.util import Retry\n"
          "adapter = HTTPAdapter(max_retries=Retry(total=5, backoff_factor=0.5, backoff_jitter=1))\n", set()),
     ],

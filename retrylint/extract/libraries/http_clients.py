@@ -152,7 +152,7 @@ def _dict_values(expr: cst.BaseExpression, ctx: ModuleContext) -> List[Optional[
 
 def _adapter(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
     args = Args.of(call)
-    retries = args.get("max_retries", 3)
+    retries = args.get("max_retries", 2)  # (pool_connections, pool_maxsize, max_retries, pool_block)
     if retries is None:
         return None  # the default: Retry(0, read=False), no retries
     resolved = resolve(retries, ctx)
