@@ -3,6 +3,7 @@
 
     python bench/narrowing_check.py                       # the running Python's stdlib
     python bench/narrowing_check.py bench/.corpus /path/to/site-packages --jobs 2
+    python bench/narrowing_check.py $(python bench/score.py --list-files)   # the labeled files
 
 Prints the files whose findings (code, position, message), notice or internal error differ,
 and a count. Exit status 1 when any differs. The unnarrowed side parses every file with
@@ -41,8 +42,8 @@ def main() -> int:
     parser.add_argument("paths", nargs="*", default=[sysconfig.get_paths()["stdlib"]])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    files = []
-    for root in args.paths:
+    files = [p for p in args.paths if os.path.isfile(p)]
+    for root in (p for p in args.paths if not os.path.isfile(p)):
         skip_site = "site-packages" not in root  # the stdlib's own site-packages is not the stdlib
         for directory, dirs, names in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not (skip_site and d == "site-packages"))

@@ -194,6 +194,9 @@ def run_cli(files: Sequence[Path], flags: Sequence[str], workdir: Path, timeout:
         outcome.findings = json.loads(result.stdout) if result.stdout.strip() else []
     except json.JSONDecodeError as exc:
         outcome.crash = f"stdout is not JSON ({exc})"
+    for finding in outcome.findings:
+        if isinstance(finding.get("filename"), str):
+            finding["filename"] = _absolute(finding["filename"], workdir)
     if result.returncode < 0:
         outcome.crash = f"killed by signal {-result.returncode}"
     elif result.returncode not in (0, 2):  # --exit-zero: findings exit 0; internal errors exit 2
@@ -321,10 +324,17 @@ def summarise(totals: Totals, roots: Dict[str, Path], installed: Sequence[str], 
         for line in tail:
             add(f"        | {line[:200]}")
     add(f"wall time (checking):         {wall:.0f} s ({totals.files / max(wall, 1e-9):.1f} files/s)")
-    add("")
-    add("notices, per file:" if totals.notices else "")
-    for path, reason in totals.notices:
-        add(f"    {path}: {reason[:200]}")
+    if totals.notices:
+        add("")
+        add("notices, per file:")
+        for path, reason in totals.notices:
+            add(f"    {path}: {reason[:200]}")
+    if rty001:
+        add("")
+        add("RTY001, per file:")
+        for finding in sorted(rty001, key=lambda f: f.get("filename", "")):
+            row = (finding.get("location") or {}).get("row")
+            add(f"    {finding.get('filename')}:{row}: {finding.get('message', '')[:160]}")
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -114,17 +114,25 @@ def _check_all(work: List[Tuple[Path, str]], settings: Settings, want_policies: 
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    done = 0
+    # Biggest files first, in small chunks: the workers finish together.
+    order = sorted(range(len(work)), key=lambda i: -_size(work[i][0]))
+    reports: Dict[int, FileReport] = {}
     try:
         with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(settings,)) as pool:
-            chunk = max(1, min(32, len(work) // (jobs * 8)))
-            for report in pool.map(_worker_check, work, chunksize=chunk):
-                done += 1
-                yield report
+            chunk = max(1, min(8, len(work) // (jobs * 16)))
+            for index, report in zip(order, pool.map(_worker_check, [work[i] for i in order], chunksize=chunk)):
+                reports[index] = report
     except BrokenProcessPool:
-        # A worker died (out of memory, killed): finish in this process rather than fail.
-        for path, display in work[done:]:
-            yield _check_one(path, display, settings, want_policies)
+        pass  # a worker died (out of memory, killed): finish in this process rather than fail
+    for index, (path, display) in enumerate(work):
+        yield reports[index] if index in reports else _check_one(path, display, settings, want_policies)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 _WORKER_SETTINGS: Optional[Settings] = None

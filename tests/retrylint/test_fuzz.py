@@ -23,6 +23,9 @@ from retrylint.engine import check_source
 from retrylint.rules import RULES
 from retrylint.settings import Settings
 
+#: Generated programs say odd things (``1()``): CPython's SyntaxWarnings are not ours to report.
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
+
 ALL_RULES = Settings(enabled=frozenset(rule.code for rule in RULES))
 
 FUZZ = settings(

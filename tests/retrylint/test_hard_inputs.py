@@ -187,7 +187,17 @@ def test_python_2_print_statement_is_rty001_exit_1(project, run):
 
 
 def test_python_2_file_with_a_retry_loop_is_rty001_not_findings(project, run):
-    source = 'import time, urllib2\n\nwhile True:\n    try:\n        urllib2.urlopen("http://x")\n        break\n    except IOError:\n        print "retrying"\n        time.sleep(5)\n'
+    source = (
+        "import time, urllib2\n"
+        "\n"
+        "while True:\n"
+        "    try:\n"
+        '        urllib2.urlopen("http://x")\n'
+        "        break\n"
+        "    except IOError:\n"
+        '        print "retrying"\n'
+        "        time.sleep(5)\n"
+    )
     (project.root / "py2loop.py").write_text(source, encoding="utf-8")
     code, out, err = run("check", "py2loop.py")
     assert code == 1
