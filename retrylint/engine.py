@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import io
 import re
+import os
+import stat
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -61,6 +63,10 @@ class SourceError(Exception):
 def decode_source(data: bytes) -> str:
     if b"\0" in data[:8192]:
         raise SourceError("binary file (contains NUL bytes), not Python source")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise SourceError(f"contains a NUL byte (line {line}): Python cannot read it")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
@@ -80,6 +86,9 @@ def decode_source(data: bytes) -> str:
 
 def check_path(path: Path, display: str, settings: Settings, want_policies: bool = False, narrowing: bool = True) -> FileReport:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode):
+            # A FIFO would block the read forever, a device (``/dev/zero``) never end.
+            return FileReport(display, findings=[_rty001(display, "not a regular file (a pipe, socket or device)", Location(1, 1, 1, 1))])
         data = path.read_bytes()
     except IsADirectoryError:
         return FileReport(display, findings=[_rty001(display, "is a directory", Location(1, 1, 1, 1))])
@@ -170,7 +179,12 @@ def _narrowed(text: str, active: List[Trigger], report: FileReport) -> Optional[
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings are the compiler's business, not ours
             tree = ast.parse(text)
-    except SyntaxError:
+    except SyntaxError as error:
+        if "too many nested" in (error.msg or ""):
+            # Past CPython's own limit; libcst's native parser would overflow the C stack.
+            line = error.lineno or 1
+            report.findings.append(_rty001(report.path, f"SyntaxError: {error.msg}", Location(line, error.offset or 1, line, error.offset or 1)))
+            return None
         if active:
             return text
         parsed = parse(text, report.path)
@@ -179,11 +193,16 @@ def _narrowed(text: str, active: List[Trigger], report: FileReport) -> Optional[
         elif isinstance(parsed, str):
             report.notice = parsed
         return None
-    except (RecursionError, MemoryError, ValueError):
-        return text  # libcst may still read it; if not, it says why
+    except (RecursionError, MemoryError) as exc:
+        # Python itself cannot compile it (and libcst would take minutes to fail the same way).
+        report.notice = f"could not analyse: the file is nested too deeply for Python's parser ({type(exc).__name__})"
+        return None
     if not active:
         return None
-    return narrow_source(Source(text, tree), active)
+    try:
+        return narrow_source(Source(text, tree), active)
+    except RecursionError:
+        return text  # too deep to narrow (a long elif chain): libcst reads it all, or says why
 
 
 def _fix(rule: Rule, policy: RetryPolicy, fixer: Fixer) -> Optional[Fix]:

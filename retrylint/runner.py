@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -79,6 +80,8 @@ def run_files(
     for index, candidate in enumerate(candidates):
         if cache is not None:
             try:
+                if not stat.S_ISREG(os.stat(candidate.path).st_mode):
+                    raise OSError("not a regular file")  # a FIFO would block the read: check_path reports it
                 content = digests[index] = digest(candidate.path.read_bytes())
             except OSError:
                 pass  # check_path reports it
