@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -35,7 +36,8 @@ def discover(paths: Sequence[str], settings: Settings, root: Path, force_exclude
             raise PathNotFound(raw)
         if path.is_dir():
             for found in _walk(path, patterns, settings.respect_gitignore, root):
-                seen.setdefault(found.resolve() if not found.is_symlink() else found.absolute(), Candidate(found, False))
+                key = Path(os.path.realpath(found)) if not found.is_symlink() else found.absolute()
+                seen.setdefault(key, Candidate(found, False))
         else:
             if force_exclude and is_excluded(path, patterns, root):
                 continue
@@ -43,26 +45,54 @@ def discover(paths: Sequence[str], settings: Settings, root: Path, force_exclude
     return sorted(seen.values(), key=lambda c: str(c.path))
 
 
+class _Patterns:
+    """Exclude patterns compiled once: literal names in a set, globs in one expression
+    (``fnmatch`` per pattern and per path part was most of a warm run's time)."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        cleaned = [p.rstrip("/") for p in patterns]
+        literal = [p for p in cleaned if not any(c in p for c in "*?[")]
+        self.literals = frozenset(os.path.normcase(p) for p in literal)
+        globs = [p for p in cleaned if p not in literal]
+        self.glob = re.compile("|".join(fnmatch.translate(os.path.normcase(g)) for g in globs)) if globs else None
+
+    def match(self, text: str) -> bool:
+        text = os.path.normcase(text)
+        return text in self.literals or (self.glob is not None and self.glob.match(text) is not None)
+
+
+_COMPILED: Dict[Tuple[str, ...], _Patterns] = {}
+
+
+def _compiled(patterns: Iterable[str]) -> _Patterns:
+    key = tuple(patterns)
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = _Patterns(key)
+    return found
+
+
 def is_excluded(path: Path, patterns: Iterable[str], root: Path, below: Optional[Path] = None) -> bool:
     """``path`` matches an exclude pattern, as a whole (relative to the project root) or by one
     of its parts. ``below``: a directory named on the command line; only parts under it count,
     as in ruff (``retrylint check build/tools`` checks that folder although ``build`` is excluded)."""
-    absolute = path.absolute()
-    try:
-        relative = absolute.relative_to(root).as_posix()
-    except ValueError:
-        relative = absolute.as_posix()
+    compiled = _compiled(patterns)
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, root) if _under(absolute, str(root)) else absolute
+    relative = relative.replace(os.sep, "/")
     parts = relative.split("/")
     if below is not None:
-        try:
-            parts = absolute.relative_to(below.absolute()).as_posix().split("/")
-        except ValueError:
-            pass
-    for pattern in patterns:
-        pattern = pattern.rstrip("/")
-        if fnmatch.fnmatch(relative, pattern) or any(fnmatch.fnmatch(part, pattern) for part in parts):
-            return True
-    return False
+        top = os.path.abspath(below)
+        if _under(absolute, top):
+            parts = os.path.relpath(absolute, top).replace(os.sep, "/").split("/")
+    if compiled.match(relative):
+        return True
+    return any(compiled.match(part) for part in parts)
+
+
+def _under(path: str, directory: str) -> bool:
+    directory = os.path.abspath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _walk(top: Path, patterns: Sequence[str], respect_gitignore: bool, root: Path) -> Iterable[Path]:
