@@ -194,7 +194,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(format_comparison(results, reference=AWS_REFERENCE if aws_setup else None))
     print(_peaks(results))
     failed = False
-    checks = ordering_checks(results)
+    # The AWS post's findings are about its own setup (one contended row, its network, base
+    # and cap): under another model they are not claims to hold the run to.
+    checks = ordering_checks(results) if aws_setup else []
     if checks:
         print("the AWS post's findings:")
         for text, holds in checks:
