@@ -56,3 +56,31 @@ def test_the_hypothesis_recipe_passes(pytester):
     pytester.makepyfile(test_recipe=CLIENT + "\n" + recipe)
     result = pytester.runpytest_inprocess("-p", "no:xdist", "-o", "asyncio_default_fixture_loop_scope=function")
     result.assert_outcomes(passed=1)
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_plugin_example() -> str:
+    section = README.read_text(encoding="utf-8").split("## The pytest plugin", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_plugin_example_passes_as_written(pytester):
+    pytester.makepyfile(test_readme=_readme_plugin_example())
+    result = pytester.runpytest_inprocess("-p", "no:xdist", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_readme_plugin_example_fails_on_an_unbounded_policy(pytester):
+    # The README says: with wait_exponential() and stop_after_attempt(8), the same test fails
+    # and shows the schedule.
+    example = _readme_plugin_example()
+    changed = example.replace("stop_after_attempt(6)", "stop_after_attempt(8)").replace(
+        "wait_random_exponential(max=20)", "wait_exponential()"
+    )
+    assert changed != example
+    pytester.makepyfile(test_readme=changed)
+    result = pytester.runpytest_inprocess("-p", "no:xdist", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*retry check 'bounded' failed: 8 attempts, more than max_attempts=6*", "*#            at        waited  result*"])
