@@ -12,7 +12,6 @@ from libcst.metadata import (
     Assignment,
     MetadataWrapper,
     PositionProvider,
-    QualifiedNameProvider,
     ScopeProvider,
 )
 from libcst.metadata.scope_provider import Scope
@@ -60,7 +59,7 @@ class ModuleContext:
         self.sleepers = sleepers
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         try:
-            resolved = self.wrapper.resolve_many([QualifiedNameProvider, ScopeProvider, PositionProvider])
+            resolved = self.wrapper.resolve_many([ScopeProvider, PositionProvider])
         except KeyError as exc:
             # libcst's PositionProvider turns a RecursionError in deeply nested code into a
             # KeyError (its cleanup looks up a position never recorded), whose message is the
@@ -68,7 +67,6 @@ class ModuleContext:
             if _from_recursion(exc):
                 raise RecursionError("the code is nested too deeply for libcst's metadata") from None
             raise
-        self._qnames = resolved[QualifiedNameProvider]
         self._scopes = resolved[ScopeProvider]
         self._positions = resolved[PositionProvider]
         # Parent links: one pass over the dataclass fields, far cheaper than ParentNodeProvider.
@@ -91,9 +89,7 @@ class ModuleContext:
         objects); exception names never take it: ``class Transient(Exception)`` is not
         a catch-all.
         """
-        value = self._qnames.get(node)
-        if isinstance(value, LazyValue):
-            value = value()
+        value = self._raw_qualified_names(node)
         if not value:
             return frozenset()
         out = set()
@@ -111,6 +107,15 @@ class ModuleContext:
                 out.update(bases.get(name, ()))
         return frozenset(out)
 
+    def _raw_qualified_names(self, node: cst.CSTNode):
+        """What libcst's QualifiedNameProvider gives, asked only for the nodes we ask about:
+        the provider walks every node of the module to set a lazy value on each (a quarter
+        of the metadata time)."""
+        scope = self.scope(node)
+        if not scope:
+            return set()
+        return scope.get_qualified_names_for(node)
+
     def _inherited(self) -> Dict[str, FrozenSet[str]]:
         """Classes defined in this module → the qualified names of their bases, transitively.
 
@@ -122,9 +127,7 @@ class ModuleContext:
             direct: Dict[str, Set[str]] = {}
             for node in walk(self.module, skip=()):
                 if isinstance(node, cst.ClassDef) and node.bases:
-                    own = self._qnames.get(node)
-                    if isinstance(own, LazyValue):
-                        own = own()
+                    own = self._raw_qualified_names(node)
                     bases = set()
                     for arg in node.bases:
                         bases |= self.qualified_names(arg.value)
