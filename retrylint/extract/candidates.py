@@ -14,7 +14,7 @@ from ..narrowing import Source, Words, last_name, local_nodes
 
 #: Attributes and names an HTTP-status test reads (``response.status_code >= 500``).
 STATUS_WORDS = frozenset({"status_code", "status", "ok", "code", "status_int", "http_status", "getcode",
-                          "is_success", "is_error", "is_server_error", "is_client_error"})
+                          "is_success", "is_error", "is_server_error", "is_client_error", "is_redirect"})
 #: Iterables that count attempts (``range(5)``, ``itertools.count()``).
 _COUNTING = frozenset({"range", "count", "repeat", "cycle", "enumerate"})
 #: Calls whose argument can be the delay of a sleep (see ``waits.sleep_of``).
@@ -25,7 +25,7 @@ LOOPS = (ast.For, ast.AsyncFor, ast.While)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: The words a file needs for a hand-written retry: an except handler or a status test.
 FAILURE_WORDS = Words("except", "status", ".ok", "is_success", "is_error", "is_server_error", "is_client_error",
-                      "getcode")
+                      "is_redirect", "getcode")
 
 
 def mentions_status(test: ast.AST) -> bool:
@@ -46,8 +46,8 @@ def loop_may_retry(statement: ast.stmt, source: Source) -> bool:
     body = list(local_nodes(statement.body))
     # A retried try needs a way out on success (``loops._success_exit``): a return or break,
     # or a ``while`` whose test the attempt can change.
-    leaves = isinstance(statement, ast.While) and any(isinstance(n, ast.Name) for n in ast.walk(statement.test)) or any(
-        isinstance(node, (ast.Return, ast.Break)) for node in body
+    leaves = any(isinstance(node, (ast.Return, ast.Break)) for node in body) or (
+        isinstance(statement, ast.While) and _attempt_sets_test(statement, body)
     )
     if not any(
         leaves and isinstance(node, _TRY) and any(not _always_leaves(h) for h in node.handlers)  # type: ignore[attr-defined]
@@ -61,6 +61,33 @@ def loop_may_retry(statement: ast.stmt, source: Source) -> bool:
 
 
 _TRY = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _attempt_sets_test(loop: ast.While, body: list) -> bool:
+    """``while result is None: try: result = fetch()``: the attempt assigns what the loop
+    tests (``loops._success_exit``)."""
+    tested = set()
+    for node in ast.walk(loop.test):
+        if isinstance(node, ast.Name):
+            tested.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            tested.update((node.attr, _dotted(node)))
+    for node in body:
+        if isinstance(node, _TRY):
+            for inner in local_nodes(node.body + node.orelse):  # type: ignore[attr-defined]
+                if isinstance(inner, (ast.Name, ast.Attribute)) and isinstance(inner.ctx, ast.Store):
+                    if _dotted(inner) in tested:
+                        return True
+    return False
 
 
 def _always_leaves(handler: ast.ExceptHandler) -> bool:
@@ -110,7 +137,7 @@ def _may_sleep(func: ast.AST, source: Source) -> bool:
 
 def function_may_recurse(statement: ast.stmt, source: Source) -> bool:
     """A function that calls itself (by name, or ``self.name``) from an except handler or a
-    branch: mirror of ``recursion._self_calls`` and ``_failure_context``."""
+    status branch: mirror of ``recursion._self_calls`` and ``_failure_context``."""
     if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     name = statement.name
@@ -130,7 +157,8 @@ def function_may_recurse(statement: ast.stmt, source: Source) -> bool:
                 isinstance(func.value, ast.Name) and func.value.id == receiver
             ):
                 return True
-        inner = guarded or isinstance(node, (ast.ExceptHandler, ast.If))
+        # ``recursion._failure_context``: an except handler, or a branch on an HTTP status
+        inner = guarded or isinstance(node, ast.ExceptHandler) or isinstance(node, ast.If) and mentions_status(node.test)
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 stack.append((child, inner))
