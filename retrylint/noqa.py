@@ -14,6 +14,7 @@ _FILE = re.compile(
     r"#\s*retrylint\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,?\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+_ANY = re.compile("noqa", re.IGNORECASE)
 
 #: ``None`` in a set position means "every code".
 ALL = None
@@ -50,6 +51,8 @@ def parse_suppressions(source: str) -> Suppressions:
     comment: the comment at the end of that run of lines counts for each of its lines (as in
     flake8 and ruff, so that one ``# noqa`` works for retrylint and for its flake8 plugin)."""
     result = Suppressions()
+    if not _ANY.search(source):
+        return result  # no comment to read: tokenizing the file is most of the cost
     file_codes: Optional[FrozenSet[str]] = frozenset()
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
