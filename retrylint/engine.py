@@ -86,19 +86,19 @@ def decode_source(data: bytes) -> str:
 
 def check_path(path: Path, display: str, settings: Settings, want_policies: bool = False, narrowing: bool = True) -> FileReport:
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode):
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
             # A FIFO would block the read forever, a device (``/dev/zero``) never end.
-            return FileReport(display, findings=[_rty001(display, "not a regular file (a pipe, socket or device)", Location(1, 1, 1, 1))])
+            return _unreadable(display, "not a regular file (a pipe, socket or device)")
         data = path.read_bytes()
     except IsADirectoryError:
-        return FileReport(display, findings=[_rty001(display, "is a directory", Location(1, 1, 1, 1))])
+        return _unreadable(display, "is a directory")
     except OSError as exc:
-        message = f"cannot read file: {exc.strerror or exc}"
-        return FileReport(display, findings=[_rty001(display, message, Location(1, 1, 1, 1))])
+        return _unreadable(display, f"cannot read file: {exc.strerror or exc}")
     try:
         text = decode_source(data)
     except SourceError as exc:
-        return FileReport(display, findings=[_rty001(display, str(exc), Location(1, 1, 1, 1))])
+        return _unreadable(display, str(exc))
     return check_source(text, display, settings, want_policies=want_policies, narrowing=narrowing, data=data)
 
 
@@ -176,14 +176,11 @@ def _narrowed(text: str, active: List[Trigger], report: FileReport) -> Optional[
     decides (it reads 3.12+ syntax on older Pythons) on the whole text.
     """
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarnings are the compiler's business, not ours
-            tree = ast.parse(text)
+        tree = _ast_parse(text)
     except SyntaxError as error:
         if "too many nested" in (error.msg or ""):
             # Past CPython's own limit; libcst's native parser would overflow the C stack.
-            line = error.lineno or 1
-            report.findings.append(_rty001(report.path, f"SyntaxError: {error.msg}", Location(line, error.offset or 1, line, error.offset or 1)))
+            report.findings.append(_syntax_error(report.path, error))
             return None
         if active:
             return text
@@ -221,9 +218,7 @@ def parse(text: str, display: str):
         libcst_reason = exc.message
         error: Optional[SyntaxError] = None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ast.parse(text)
+            _ast_parse(text)
         except SyntaxError as syntax:
             error = syntax
         except (RecursionError, MemoryError, ValueError):
@@ -231,11 +226,27 @@ def parse(text: str, display: str):
         if error is None:
             # The reference parser accepts it: a limit of libcst, not the user's mistake.
             return f"could not analyse: libcst cannot parse this file ({libcst_reason.strip()}, line {exc.raw_line})"
-        line = error.lineno or exc.raw_line or 1
-        column = (error.offset or 1) if error.lineno else exc.raw_column + 1
+        if error.lineno:
+            return _syntax_error(display, error)
+        line, column = exc.raw_line or 1, exc.raw_column + 1
         return _rty001(display, f"SyntaxError: {error.msg}", Location(line, column, line, column))
     except RecursionError:
         return "could not analyse: the file is nested too deeply for libcst (RecursionError)"
+
+
+def _ast_parse(text: str) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings are the compiler's business, not ours
+        return ast.parse(text)
+
+
+def _syntax_error(display: str, error: SyntaxError) -> Finding:
+    line, column = error.lineno or 1, error.offset or 1
+    return _rty001(display, f"SyntaxError: {error.msg}", Location(line, column, line, column))
+
+
+def _unreadable(display: str, message: str) -> FileReport:
+    return FileReport(display, findings=[_rty001(display, message, Location(1, 1, 1, 1))])
 
 
 def _rty001(display: str, message: str, location: Location) -> Finding:

@@ -9,9 +9,10 @@ functions in the rest, cannot hold a retry site, so the engine:
    a site can start: calls and decorators named like a library's API, and loops and
    self-calling functions that pass an exact structural check on the ``ast``;
 3. if there are none, the file is done; otherwise the definitions (functions, classes and
-   their members) that hold none of those lines are replaced by ``pass`` padded with
-   blank lines to the same height (:func:`narrow_source`), so line and column numbers
-   are unchanged and imports and module constants stay resolvable; libcst parses that.
+   their members) that hold none of those lines, and the module-level statements that
+   bind nothing the kept code reads, are replaced by a placeholder of the same height
+   (:func:`narrow_source`), so line and column numbers are unchanged and imports and
+   module constants stay resolvable; libcst parses that.
 
 Every step keeps more than the extractors need, never less; a test compares the findings
 with and without narrowing over a large corpus and requires them to be identical.
@@ -90,10 +91,6 @@ def active_triggers(data: bytes, triggers: Sequence[Trigger]) -> List[Trigger]:
     if not active:
         return []
     return active + [t for t in triggers if t.context and t.text.search(data)]
-
-
-def may_hold_sites(data: bytes, triggers: Sequence[Trigger]) -> bool:
-    return bool(active_triggers(data, triggers))
 
 
 # ---------------------------------------------------------------- the source
@@ -237,6 +234,9 @@ class _Lines:
     #: context needed only where kept code calls the definition around it
     helpers: Set[int] = field(default_factory=set)
 
+    def bucket(self, trigger: Trigger) -> Set[int]:
+        return self.helpers if trigger.called else self.context if trigger.context else self.primary
+
 
 def site_lines(source: Source, active: Sequence[Trigger]) -> _Lines:
     """Lines where a site (primary) or what helps to read one (context) may start."""
@@ -246,7 +246,7 @@ def site_lines(source: Source, active: Sequence[Trigger]) -> _Lines:
     calls, derived_lines = _derived_calls(source, active)
     found.context.update(derived_lines)
     for trigger, words in zip(active, calls):
-        into = found.helpers if trigger.called else found.context if trigger.context else found.primary
+        into = found.bucket(trigger)
         if words:
             if trigger.partial:
                 lowered = source.text.lower() if lowered is None else lowered
@@ -260,7 +260,7 @@ def site_lines(source: Source, active: Sequence[Trigger]) -> _Lines:
     if by_type:
         for statement in source.statements:
             for trigger in by_type.get(type(statement), ()):
-                into = found.context if trigger.context else found.primary
+                into = found.bucket(trigger)
                 if statement.lineno not in into and (trigger.confirm is None or trigger.confirm(statement, source)):
                     into.add(statement.lineno)
     return found
@@ -434,26 +434,20 @@ def _bound_names(statement: ast.stmt, source: Source) -> Optional[Set[str]]:
             bound.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             bound.add(node.rest)
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            base = node.value
-            while isinstance(base, (ast.Attribute, ast.Subscript)):
-                base = base.value
-            if isinstance(base, ast.Name):
-                bound.add(base.id)  # ``app.conf.x = 1`` changes what ``app`` holds
-        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            base = node.value
-            while isinstance(base, (ast.Attribute, ast.Subscript)):
-                base = base.value
-            if isinstance(base, ast.Name):
-                bound.add(base.id)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            bound.update(_base_name(node.value, through_calls=False))  # ``app.conf.x = 1`` changes ``app``
         elif isinstance(node, ast.Call):
             # ``app.conf.update(…)``, ``registry.append(…)``: a call may change what a name holds.
-            func = node.func
-            while isinstance(func, (ast.Attribute, ast.Subscript, ast.Call)):
-                func = func.value if not isinstance(func, ast.Call) else func.func
-            if isinstance(func, ast.Name):
-                bound.add(func.id)
+            bound.update(_base_name(node.func, through_calls=True))
     return bound
+
+
+def _base_name(expr: ast.AST, through_calls: bool) -> Tuple[str, ...]:
+    """``app`` of ``app.conf["x"]`` (and, through calls, of ``app.tasks.get(…).update``)."""
+    kinds = (ast.Attribute, ast.Subscript, ast.Call) if through_calls else (ast.Attribute, ast.Subscript)
+    while isinstance(expr, kinds):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return (expr.id,) if isinstance(expr, ast.Name) else ()
 
 
 _INDENT = re.compile(r"[ \t\f]*")

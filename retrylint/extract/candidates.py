@@ -8,17 +8,15 @@ is a necessary condition of what the libcst extractor accepts (:mod:`.loops`,
 from __future__ import annotations
 
 import ast
-import re
 
 from ..narrowing import Source, Words, last_name, local_nodes
+from .waits import SLEEP_WRAPPER
 
 #: Attributes and names an HTTP-status test reads (``response.status_code >= 500``).
 STATUS_WORDS = frozenset({"status_code", "status", "ok", "code", "status_int", "http_status", "getcode",
                           "is_success", "is_error", "is_server_error", "is_client_error", "is_redirect"})
 #: Iterables that count attempts (``range(5)``, ``itertools.count()``).
 _COUNTING = frozenset({"range", "count", "repeat", "cycle", "enumerate"})
-#: Calls whose argument can be the delay of a sleep (see ``waits.sleep_of``).
-_SLEEP_WRAPPER = re.compile(r"^_*(a?sleep|sleep_?(fn|func|function|for)?)$", re.I)
 _SLEEP_ATTRIBUTES = frozenset({"sleep", "wait", "wait_for"})
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -129,9 +127,9 @@ def _for_may_count(loop: ast.stmt, body: list, source: Source) -> bool:
 
 def _may_sleep(func: ast.AST, source: Source) -> bool:
     if isinstance(func, ast.Attribute):
-        return func.attr in _SLEEP_ATTRIBUTES or bool(_SLEEP_WRAPPER.match(func.attr))
+        return func.attr in _SLEEP_ATTRIBUTES or bool(SLEEP_WRAPPER.match(func.attr))
     if isinstance(func, ast.Name):
-        return bool(_SLEEP_WRAPPER.match(func.id)) or func.id in source.aliases
+        return bool(SLEEP_WRAPPER.match(func.id)) or func.id in source.aliases
     return False
 
 

@@ -48,7 +48,7 @@ SLEEPERS = Trigger(
     text=Words(*_WAIT_WORDS, ignore_case=True), calls=frozenset(_WAIT_WORDS), partial=True, context=True, called=True
 )
 
-_SLEEP_WRAPPER = re.compile(r"^_*(a?sleep|sleep_?(fn|func|function|for)?)$", re.I)
+SLEEP_WRAPPER = re.compile(r"^_*(a?sleep|sleep_?(fn|func|function|for)?)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
             return Sleep(call, timeout)
         return Sleep(call, None, "named") if not call.args else None
     name = last_name(func)
-    if name and _SLEEP_WRAPPER.match(name):
+    if name and SLEEP_WRAPPER.match(name):
         # ``self._sleep(self.SLEEP_TIME)``: a wrapper of sleep with the delay as its argument.
         positional, keywords = call_args(call)
         if len(positional) == 1 and not keywords:
