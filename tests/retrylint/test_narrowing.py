@@ -189,3 +189,41 @@ def test_a_self_call_outside_a_handler_is_no_recursive_retry():
                 return fetch(url, attempt + 1)
         '''
     ) is not None
+
+
+def test_a_loop_whose_handler_always_leaves_or_that_never_leaves_on_success_is_no_candidate():
+    # The handler raises: nothing goes round again.
+    assert _narrow(
+        '''
+        def read(sock):
+            while True:
+                try:
+                    return sock.recv(1024)
+                except OSError:
+                    raise
+        '''
+    ) is None
+    # A server loop: the handler goes round, but success never leaves the loop.
+    assert _narrow(
+        '''
+        def serve(sock):
+            while True:
+                try:
+                    handle(sock.accept())
+                except OSError:
+                    continue
+        '''
+    ) is None
+    # ``while result is None``: the attempt sets what the loop tests, so success leaves.
+    assert _narrow(
+        '''
+        def fetch(url):
+            result = None
+            while result is None:
+                try:
+                    result = get(url)
+                except ConnectionError:
+                    pass
+            return result
+        '''
+    ) is not None
