@@ -7,6 +7,7 @@ import io
 import re
 import os
 import stat
+import symtable
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -175,6 +176,8 @@ def _narrowed(text: str, active: List[Trigger], report: FileReport) -> Optional[
     The standard ``ast`` is the syntax check of every file. When it refuses the file, libcst
     decides (it reads 3.12+ syntax on older Pythons) on the whole text.
     """
+    if not active and _compiles(text):
+        return None  # nothing to analyse, and the syntax is sound
     try:
         tree = _ast_parse(text)
     except SyntaxError as error:
@@ -238,6 +241,19 @@ def _ast_parse(text: str) -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarnings are the compiler's business, not ours
         return ast.parse(text)
+
+
+def _compiles(text: str) -> bool:
+    """The syntax check alone: CPython's parser and symbol table without building the
+    ``ast`` objects (a third cheaper). On any failure the caller asks ``ast`` again, so
+    what counts as an error, and its message, stay those of ``ast.parse``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            symtable.symtable(text, "<file>", "exec")
+        return True
+    except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError: ast decides
+        return False
 
 
 def _syntax_error(display: str, error: SyntaxError) -> Finding:

@@ -36,17 +36,39 @@ class Words:
     """A file gate: does the raw text contain one of these words? (``bytes.find`` is a
     hundred times faster than a regular expression with alternatives.)"""
 
-    def __init__(self, *words: str, ignore_case: bool = False) -> None:
-        self.words = tuple(w.lower().encode() if ignore_case else w.encode() for w in words)
+    def __init__(self, *words: str, ignore_case: bool = False, word_end: bool = False) -> None:
+        encoded = {w.lower().encode() if ignore_case else w.encode() for w in words}
+        if not word_end:
+            # A word that contains another (``aioboto3``, ``boto3``) adds nothing but a scan.
+            encoded = {w for w in encoded if not any(o != w and o in w for o in encoded)}
+        self.words = tuple(sorted(encoded))
         self.ignore_case = ignore_case
+        #: The word must not go on with a letter: ``redis``, ``aioredis``, ``redis_url``,
+        #: never the ``redis`` of ``redistribute``.
+        self.word_end = word_end
 
     def search(self, data: bytes) -> bool:
         if self.ignore_case:
             data = data.lower()
-        return any(word in data for word in self.words)
+        if not self.word_end:
+            return any(word in data for word in self.words)
+        return any(_ends_word(data, word) for word in self.words)
 
     def __repr__(self) -> str:
         return f"Words({', '.join(w.decode() for w in self.words)})"
+
+
+_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _ends_word(data: bytes, word: bytes) -> bool:
+    at = data.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if end >= len(data) or data[end] not in _LETTERS:
+            return True
+        at = data.find(word, at + 1)
+    return False
 
 
 class AllOf:
@@ -87,18 +109,33 @@ class Trigger:
 
 def active_triggers(data: bytes, triggers: Sequence[Trigger]) -> List[Trigger]:
     """The triggers whose words the file has; empty when no site can exist."""
-    active = [t for t in triggers if not t.context and t.text.search(data)]
+    found: Dict[int, bool] = {}  # triggers share gates (a site's and its context's)
+
+    def search(gate: "Words | AllOf") -> bool:
+        key = id(gate)
+        if key not in found:
+            found[key] = gate.search(data)
+        return found[key]
+
+    active = [t for t in triggers if not t.context and search(t.text)]
     if not active:
         return []
-    return active + [t for t in triggers if t.context and t.text.search(data)]
+    return active + [t for t in triggers if t.context and search(t.text)]
 
 
 # ---------------------------------------------------------------- the source
 
 
 _ALIAS = re.compile(r"\bas[ \t]+(\w+)")
-# ``DELAYS = (1, 2, 4)``, ``DELAYS: tuple = 1, 2, 4``, ``A = B = [1, 2]``
-_SEQUENCE_ASSIGNED = re.compile(r"\b(\w+)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:\w+[ \t]*=(?!=)[ \t]*)*[\[(\d.+-]")
+# ``DELAYS = (1, 2, 4)``, ``DELAYS: tuple = 1, 2, 4``, ``A = B = [1, 2]``, ``DELAYS = BASE`` (a
+# name: ``delays._literal_numbers`` follows it)
+_SEQUENCE_ASSIGNED = re.compile(
+    r"\b(\w+[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:\w+[ \t]*=(?!=)[ \t]*)*)"
+    r"(?:[\[(](?:\s|#[^\n]*|\()*[-+]?\.?\d|[-+]?\.?\d|[A-Za-z_]\w*[ \t]*(?:[#;\r\n]|$))"
+)
+
+
+_ASSIGNED_NAME = re.compile(r"(\w+)[ \t]*(?::[^=\n]*)?=")
 
 
 class Source:
@@ -147,9 +184,11 @@ class Source:
 
     @property
     def sequence_names(self) -> FrozenSet[str]:
-        """Names assigned a list or tuple display somewhere (``DELAYS = (1, 2, 4)``)."""
+        """Names assigned numbers, a list or tuple of them, or another name, somewhere (``DELAYS = (1, 2, 4)``)."""
         if self._sequences is None:
-            self._sequences = frozenset(_SEQUENCE_ASSIGNED.findall(self.text))
+            self._sequences = frozenset(
+                name for chain in _SEQUENCE_ASSIGNED.findall(self.text) for name in _ASSIGNED_NAME.findall(chain)
+            )
         return self._sequences
 
 
@@ -199,8 +238,8 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 _IDENTIFIER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-def _call_lines(source: Source, text: str, words: FrozenSet[str], partial: bool) -> Iterator[int]:
-    """Lines where ``word(`` is called (``partial``: a name containing the word)."""
+def _call_lines(source: Source, text: str, words: FrozenSet[str], partial: bool) -> Iterator[Tuple[str, int]]:
+    """Words and the lines where ``word(`` is written (``partial``: a name containing the word)."""
     for word in words:
         size = len(word)
         at = text.find(word)
@@ -212,8 +251,35 @@ def _call_lines(source: Source, text: str, words: FrozenSet[str], partial: bool)
             if (partial or at == 0 or text[at - 1] not in _IDENTIFIER) and (end >= len(text) or text[end] not in _IDENTIFIER):
                 rest = text[end : end + 80].lstrip()
                 if rest.startswith("("):
-                    yield source.line_of(at)
+                    yield word, source.line_of(at)
             at = text.find(word, at + size)
+
+
+def _calls_at(source: Source, line: int, word: str) -> bool:
+    """Does code call something whose name ends in ``word``, written on ``line``?
+
+    Walks only the statements around the line, each without its nested statements."""
+
+    def around(body: Sequence[ast.stmt]) -> List[ast.stmt]:
+        return [s for s in body if first_line(s) <= line <= (s.end_lineno or s.lineno)]
+
+    statements = around(source.tree.body)
+    while statements:
+        statement = statements.pop()
+        stack: List[ast.AST] = [statement]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Call) and last_name(node.func) == word and node.func.end_lineno == line:
+                return True
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, list):
+                    stack.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, ast.stmt))
+                elif isinstance(value, ast.AST):
+                    stack.append(value)
+        for block in _bodies(statement):
+            statements.extend(around(block))
+    return False
 
 
 def _decorator_lines(source: Source, words: FrozenSet[str]) -> Iterator[int]:
@@ -250,9 +316,12 @@ def site_lines(source: Source, active: Sequence[Trigger]) -> _Lines:
         if words:
             if trigger.partial:
                 lowered = source.text.lower() if lowered is None else lowered
-                into.update(_call_lines(source, lowered, frozenset(w.lower() for w in words), True))
+                into.update(line for _, line in _call_lines(source, lowered, frozenset(w.lower() for w in words), True))
             else:
-                into.update(_call_lines(source, source.text, words, False))
+                # ``delay(`` in a docstring is no call: the ``ast`` says which lines call one.
+                into.update(
+                    line for word, line in _call_lines(source, source.text, words, False) if _calls_at(source, line, word)
+                )
         if trigger.decorators:
             into.update(_decorator_lines(source, trigger.decorators))
         for kind in trigger.statements:

@@ -8,8 +8,10 @@ is a necessary condition of what the libcst extractor accepts (:mod:`.loops`,
 from __future__ import annotations
 
 import ast
+import re
+from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ..narrowing import Source, Words, last_name, local_nodes
+from ..narrowing import DEFINITIONS, Source, Words, last_name, local_nodes
 from .waits import SLEEP_WRAPPER
 
 #: Attributes and names an HTTP-status test reads (``response.status_code >= 500``).
@@ -36,29 +38,144 @@ def mentions_status(test: ast.AST) -> bool:
 
 
 def loop_may_retry(statement: ast.stmt, source: Source) -> bool:
-    """A loop with an except handler or a status test, which goes round as a retry would."""
+    """A loop that may go round again after a failure, as ``loops.extract_loop`` decides:
+    a ``try`` of its own with a handler that leads back to the loop head, a way out on
+    success and a call to retry; or a test of an HTTP status on what the loop assigns."""
     if not isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
         return False
-    if not source.has(statement, "except", "status", "ok", "code", "is_"):
+    handles = source.has(statement, "except")
+    if not handles and not source.has(statement, "status", "ok", "code", "is_"):
+        return False
+    # The statements of the loop's own iteration first: far cheaper than its expressions.
+    trys, status_tests = [], []
+    stack = list(statement.body)
+    while stack:
+        inner = stack.pop()
+        if isinstance(inner, DEFINITIONS):
+            continue
+        if isinstance(inner, _TRY):
+            trys.append(inner)
+        elif isinstance(inner, ast.If) and _may_test_status(inner.test):
+            status_tests.append(inner)
+        for block in _blocks(inner):
+            stack.extend(block)
+        stack.extend(s for handler in getattr(inner, "handlers", ()) for s in handler.body)
+    if not (trys and handles) and not status_tests:
         return False
     body = list(local_nodes(statement.body))
-    # A retried try needs a way out on success (``loops._success_exit``): a return or break,
-    # or a ``while`` whose test the attempt can change.
-    leaves = any(isinstance(node, (ast.Return, ast.Break)) for node in body) or (
-        isinstance(statement, ast.While) and _attempt_sets_test(statement, body)
-    )
-    if not any(
-        leaves and isinstance(node, _TRY) and any(not _always_leaves(h) for h in node.handlers)  # type: ignore[attr-defined]
-        or isinstance(node, ast.If) and mentions_status(node.test)
-        for node in body
-    ):
+    if isinstance(statement, (ast.For, ast.AsyncFor)) and not _for_may_count(statement, body, source):
         return False
-    if isinstance(statement, ast.While):
-        return True
-    return _for_may_count(statement, body, source)
+    if trys:
+        attempts: List[Tuple[ast.stmt, List[ast.stmt], bool]] = []
+        _trys_with_rest(statement.body, [], attempts, False, False)
+        if any(_try_may_retry(node, rest, secondary, statement, source) for node, rest, secondary in attempts):
+            return True
+    if status_tests:
+        written = {node.id for node in body if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+        return any(_names_in(node.test) & written for node in status_tests)
+    return False
 
 
 _TRY = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def _trys_with_rest(body: Sequence[ast.stmt], after: List[ast.stmt], out: list, failure: bool, attempt: bool) -> None:
+    """Each ``try`` of the loop's own iteration with the statements that run after it up
+    to the end of the loop body (``loops._loop_trys`` and ``flow.rest_after``), and
+    whether it sits in another one's attempt (``loops._secondary``); a ``try`` inside an
+    except handler or a finally block is not an attempt."""
+    for index, statement in enumerate(body):
+        if isinstance(statement, DEFINITIONS):
+            continue
+        rest = list(body[index + 1 :]) + after
+        if isinstance(statement, _TRY):
+            if not failure:
+                out.append((statement, rest, attempt))
+            _trys_with_rest(statement.body, rest, out, failure, True)
+            _trys_with_rest(statement.orelse, rest, out, failure, attempt)
+            for handler in statement.handlers:
+                _trys_with_rest(handler.body, rest, out, True, attempt)
+            _trys_with_rest(statement.finalbody, rest, out, True, attempt)
+        else:
+            for block in _blocks(statement):
+                _trys_with_rest(block, rest, out, failure, attempt)
+
+
+#: ``errors._NOT_YET_NAMES`` and ``NOT_YET``: a handler of only these polls, it retries nothing.
+_NOT_YET_NAMES = frozenset(
+    {
+        "Empty", "Full", "QueueEmpty", "QueueFull", "WouldBlock", "Again", "ConnectionNotAvailable",
+        "StopIteration", "StopAsyncIteration", "BlockingIOError", "InterruptedError", "SSLWantReadError",
+        "SSLWantWriteError", "WantReadError", "WantWriteError", "WantX509LookupError", "GeneratorExit",
+        "KeyboardInterrupt", "SystemExit", "CancelledError", "BLOCKING_IO_ERRORS", "BLOCKING_IO_READ_ERROR",
+        "BLOCKING_IO_WRITE_ERROR", "BLOCKING_IO_LOOKUP_ERROR",
+    }
+)
+_NOT_YET_ERRNO = frozenset({"EINTR", "EAGAIN", "EWOULDBLOCK", "EINPROGRESS", "EALREADY"})
+
+
+def _polls(handler: ast.ExceptHandler, source: Source) -> bool:
+    """``errors.describe_handler``'s ``polling``, where the names alone decide: every class
+    caught is a "not yet" one under its own name (not an ``as`` alias, not a name the file
+    assigns, which could hold a tuple), or the handler tests an errno of "not ready"."""
+    caught = handler.type
+    if caught is not None:
+        parts = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+        if parts and all(_not_yet(part, source) for part in parts):
+            return True
+    return any(
+        isinstance(node, ast.If) and any(
+            isinstance(n, ast.Name) and n.id in _NOT_YET_ERRNO or isinstance(n, ast.Attribute) and n.attr in _NOT_YET_ERRNO
+            for n in ast.walk(node.test)
+        )
+        for node in local_nodes(handler.body)
+    )
+
+
+def _not_yet(expr: ast.AST, source: Source) -> bool:
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in _NOT_YET_NAMES
+    if isinstance(expr, ast.Name):
+        return expr.id in _NOT_YET_NAMES and expr.id not in source.aliases and not re.search(
+            rf"\b{expr.id}[ \t]*(?::[^=\n]*)?=(?!=)", source.text
+        )
+    return False
+
+
+def _blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(statement, name, None)
+        if value and isinstance(value, list) and isinstance(value[0], ast.stmt):
+            yield value
+    for case in getattr(statement, "cases", None) or ():
+        yield case.body
+
+
+def _try_may_retry(node: ast.stmt, rest: List[ast.stmt], secondary: bool, loop: ast.stmt, source: Source) -> bool:
+    """``loops._analyse_try`` and the filter in ``extract_loop``, without what needs names
+    resolved (polling handlers, guards of the exits, stream reads): a handler that
+    continues, or falls through to a rest that goes round; an exit on the success path;
+    a call to retry."""
+    assert isinstance(node, _TRY)
+    loops_back = bool(outcomes(rest) & {FALL, CONTINUE})
+    if not any(
+        CONTINUE in result or FALL in result and loops_back and not secondary
+        for result in (outcomes(handler.body) for handler in node.handlers if not _polls(handler, source))
+    ):
+        return False
+    if not any(
+        isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in _TRIVIAL_CALLS)
+        for n in local_nodes(node.body)
+    ):
+        return False
+    attempt = list(node.body) + list(node.orelse)
+    return any(isinstance(n, (ast.Return, ast.Break)) for n in local_nodes(attempt + rest)) or (
+        isinstance(loop, ast.While) and _attempt_sets_test(loop, attempt)
+    )
+
+
+#: ``loops._TRIVIAL_CALLS``: calls that are not the operation of an attempt.
+_TRIVIAL_CALLS = frozenset({"int", "float", "str", "bool", "len", "dict", "list", "tuple", "set", "repr", "print", "isinstance"})
 
 
 def _dotted(node: ast.AST) -> str:
@@ -70,7 +187,11 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
-def _attempt_sets_test(loop: ast.While, body: list) -> bool:
+def _names_in(expr: ast.AST) -> Set[str]:
+    return {node.id for node in ast.walk(expr) if isinstance(node, ast.Name)}
+
+
+def _attempt_sets_test(loop: ast.While, attempt: List[ast.stmt]) -> bool:
     """``while result is None: try: result = fetch()``: the attempt assigns what the loop
     tests (``loops._success_exit``)."""
     tested = set()
@@ -79,43 +200,167 @@ def _attempt_sets_test(loop: ast.While, body: list) -> bool:
             tested.add(node.id)
         elif isinstance(node, ast.Attribute):
             tested.update((node.attr, _dotted(node)))
-    for node in body:
-        if isinstance(node, _TRY):
-            for inner in local_nodes(node.body + node.orelse):  # type: ignore[attr-defined]
-                if isinstance(inner, (ast.Name, ast.Attribute)) and isinstance(inner.ctx, ast.Store):
-                    if _dotted(inner) in tested:
-                        return True
+    for inner in local_nodes(attempt):
+        if isinstance(inner, (ast.Name, ast.Attribute)) and isinstance(inner.ctx, ast.Store):
+            if _dotted(inner) in tested:
+                return True
     return False
 
 
-def _always_leaves(handler: ast.ExceptHandler) -> bool:
-    """The handler ends in ``raise``/``return``/``break`` and never says ``continue``: it
-    cannot lead back to the loop head, so it retries nothing (``loops._analyse_try``)."""
-    if not handler.body or not isinstance(handler.body[-1], (ast.Raise, ast.Return, ast.Break)):
-        return False
-    return not any(isinstance(node, ast.Continue) for node in local_nodes(handler.body))
+# ``status.status_set`` is not None only for flags (``resp.ok``) and comparisons of a
+# status (``status.is_status_expr``), joined by ``not``/``and``/``or``.
+_FLAG_ATTRIBUTES = frozenset({"ok", "is_success", "is_error", "is_server_error", "is_client_error", "is_redirect"})
+_STATUS_ATTRIBUTES = frozenset({"status_code", "status", "code", "status_int", "http_status", "getcode"})
+_STATUS_NAME = re.compile(r"(http_)?(status|status_code|code|resp_status|response_status|http_code)")
+
+
+def _may_test_status(test: ast.AST) -> bool:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _may_test_status(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return all(_may_test_status(value) for value in test.values)
+    if isinstance(test, ast.Attribute):
+        return test.attr in _FLAG_ATTRIBUTES
+    if isinstance(test, ast.Compare):
+        return _may_be_status(test.left) or _may_be_status(test.comparators[0])
+    return False
+
+
+def _may_be_status(expr: ast.AST) -> bool:
+    while isinstance(expr, ast.Await):
+        expr = expr.value
+    if isinstance(expr, ast.Call):
+        return isinstance(expr.func, ast.Attribute) and expr.func.attr == "getcode"
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in _STATUS_ATTRIBUTES
+    return isinstance(expr, ast.Name) and bool(_STATUS_NAME.fullmatch(expr.id))
+
+
+# ---------------------------------------------------------------- how statements end
+# ``syntax.outcomes`` on the standard ``ast``.
+
+FALL, CONTINUE, BREAK, RETURN, RAISE = "fall", "continue", "break", "return", "raise"
+_PROCESS_EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort", "pytest.fail", "pytest.skip"})
+
+
+def outcomes(statements: Sequence[ast.stmt]) -> FrozenSet[str]:
+    current = {FALL}
+    for statement in statements:
+        if FALL not in current:
+            break
+        current.discard(FALL)
+        current |= _statement_outcomes(statement)
+    return frozenset(current)
+
+
+def _statement_outcomes(node: ast.stmt) -> FrozenSet[str]:
+    if isinstance(node, ast.Return):
+        return frozenset({RETURN})
+    if isinstance(node, ast.Raise):
+        return frozenset({RAISE})
+    if isinstance(node, ast.Break):
+        return frozenset({BREAK})
+    if isinstance(node, ast.Continue):
+        return frozenset({CONTINUE})
+    if isinstance(node, ast.Expr):
+        value = node.value
+        while isinstance(value, ast.Await):
+            value = value.value
+        if isinstance(value, ast.Call) and _dotted(value.func) in _PROCESS_EXITS:
+            return frozenset({RAISE})
+        return frozenset({FALL})
+    if isinstance(node, ast.If):
+        return outcomes(node.body) | (outcomes(node.orelse) if node.orelse else {FALL})
+    if isinstance(node, _TRY) and not _is_try_star(node):
+        body = outcomes(node.body)
+        result = set(body - {FALL})
+        if FALL in body:
+            result |= outcomes(node.orelse) if node.orelse else {FALL}
+        for handler in node.handlers:
+            result |= outcomes(handler.body)
+        if node.finalbody:
+            final = outcomes(node.finalbody)
+            if FALL not in final:
+                return final
+        return frozenset(result)
+    if _is_try_star(node):
+        result = set(outcomes(node.body))  # type: ignore[attr-defined]
+        for handler in node.handlers:  # type: ignore[attr-defined]
+            result |= outcomes(handler.body)
+        return frozenset(result)
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return outcomes(node.body)
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        inner = outcomes(node.body)
+        result = set(inner & {RETURN, RAISE})
+        if not (isinstance(node, ast.While) and _true_literal(node.test)) or BREAK in inner:
+            result.add(FALL)
+        return frozenset(result)
+    if isinstance(node, ast.Match):
+        result = {FALL}
+        for case in node.cases:
+            result |= outcomes(case.body)
+        return frozenset(result)
+    return frozenset({FALL})
+
+
+def _is_try_star(node: ast.AST) -> bool:
+    return type(node).__name__ == "TryStar"
+
+
+def _true_literal(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.Constant) and expr.value is True:
+        return True
+    value = _number(expr)
+    return value is not None and value != 0
+
+
+def _number(expr: ast.AST) -> Optional[float]:
+    """``syntax.number``: an int or float literal, also signed."""
+    if isinstance(expr, ast.Constant) and type(expr.value) in (int, float):
+        return float(expr.value)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        inner = _number(expr.operand)
+        return None if inner is None else -inner if isinstance(expr.op, ast.USub) else inner
+    return None
 
 
 def _for_may_count(loop: ast.stmt, body: list, source: Source) -> bool:
     """Mirror of ``loops._iteration`` for ``for`` loops: attempts counted, delays walked,
     or the same call repeated once per item (the target unused)."""
     assert isinstance(loop, (ast.For, ast.AsyncFor))
-    iterable = loop.iter
+    target = loop.target
+    if _iterates(target, loop.iter, loop, source):
+        return True
+    if not isinstance(target, ast.Name):
+        return False
+    return target.id == "_" or target.id not in {node.id for node in body if isinstance(node, ast.Name)}
+
+
+def _iterates(target: ast.AST, iterable: ast.AST, loop: ast.stmt, source: Source) -> bool:
+    """``loops._for_iteration``: counted (``range``, ``itertools.count``), numbers listed
+    (``[1, 2, 4]`` or a name assigned them), or items the loop sleeps on."""
     while isinstance(iterable, ast.Await):
         iterable = iterable.value
     if isinstance(iterable, ast.Call):
         name = last_name(iterable.func)
-        if name in _COUNTING or isinstance(iterable.func, ast.Name) and name in source.aliases:
+        if isinstance(iterable.func, ast.Name) and name in source.aliases:
+            return True
+        if name == "enumerate" and iterable.args and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+            first = iterable.args[0]
+            return isinstance(first, ast.Starred) or _iterates(target.elts[1], first, loop, source)
+        if name in _COUNTING:
             return True
     elif isinstance(iterable, (ast.List, ast.Tuple)):
-        return True
+        elements = list(iterable.elts)
+        while elements and isinstance(elements[-1], ast.Constant) and elements[-1].value is None:
+            elements.pop()
+        if elements and all(_number(e) is not None for e in elements):
+            return True
     elif isinstance(iterable, ast.Name) and iterable.id in source.sequence_names:
         return True
-    target = loop.target
     if not isinstance(target, ast.Name):
         return False
-    if target.id == "_" or target.id not in {node.id for node in body if isinstance(node, ast.Name)}:
-        return True
     # ``for delay in backoff_delays(): …; time.sleep(delay)``
     for node in ast.walk(loop):
         if isinstance(node, ast.Call) and _may_sleep(node.func, source):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
 from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (
     Assignment,
+    CodeRange,
     MetadataWrapper,
     PositionProvider,
     ScopeProvider,
@@ -58,17 +59,10 @@ class ModuleContext:
         #: Functions and methods of the (whole, un-narrowed) module whose body waits.
         self.sleepers = sleepers
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        try:
-            resolved = self.wrapper.resolve_many([ScopeProvider, PositionProvider])
-        except KeyError as exc:
-            # libcst's PositionProvider turns a RecursionError in deeply nested code into a
-            # KeyError (its cleanup looks up a position never recorded), whose message is the
-            # repr of a huge node: say what happened instead.
-            if _from_recursion(exc):
-                raise RecursionError("the code is nested too deeply for libcst's metadata") from None
-            raise
-        self._scopes = resolved[ScopeProvider]
-        self._positions = resolved[PositionProvider]
+        self._scopes = self._resolve(ScopeProvider)
+        # Positions are a code-generation pass over the whole module: only a file with a
+        # site to report (or a line to compare) pays for it.
+        self._positions: Optional[Mapping[cst.CSTNode, CodeRange]] = None
         # Parent links: one pass over the dataclass fields, far cheaper than ParentNodeProvider.
         self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
         stack: List[cst.CSTNode] = [module]
@@ -79,6 +73,17 @@ class ModuleContext:
                 stack.append(child)
         self._binding_cache: Dict[Tuple[int, str], Tuple[Binding, ...]] = {}
         self._bases: Optional[Dict[str, FrozenSet[str]]] = None
+
+    def _resolve(self, provider):
+        try:
+            return self.wrapper.resolve(provider)
+        except KeyError as exc:
+            # libcst's PositionProvider turns a RecursionError in deeply nested code into a
+            # KeyError (its cleanup looks up a position never recorded), whose message is the
+            # repr of a huge node: say what happened instead.
+            if _from_recursion(exc):
+                raise RecursionError("the code is nested too deeply for libcst's metadata") from None
+            raise
 
     # ------------------------------------------------------------ metadata
 
@@ -173,6 +178,8 @@ class ModuleContext:
         return value
 
     def location(self, node: cst.CSTNode, end: Optional[cst.CSTNode] = None) -> Location:
+        if self._positions is None:
+            self._positions = self._resolve(PositionProvider)
         start = self._positions[node]
         stop = self._positions[end] if end is not None else start
         return Location(start.start.line, start.start.column + 1, stop.end.line, stop.end.column + 1)

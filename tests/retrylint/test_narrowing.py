@@ -227,3 +227,153 @@ def test_a_loop_whose_handler_always_leaves_or_that_never_leaves_on_success_is_n
             return result
         '''
     ) is not None
+
+
+def _candidate(code: str) -> bool:
+    """Narrowed to something (a candidate), and with the same findings as the whole file."""
+    _same(textwrap.dedent(code), "case.py")
+    return _narrow(code) is not None
+
+
+def test_a_handler_of_not_yet_exceptions_polls_and_is_no_candidate():
+    assert not _candidate(
+        '''
+        import queue
+
+        def drain(q):
+            while True:
+                try:
+                    item = q.get(timeout=1)
+                    return item
+                except (queue.Empty, StopIteration):
+                    continue
+        '''
+    )
+    # ``Empty`` as an alias or a name the file assigns may be anything: the extractor decides.
+    for binding in ("from mylib import TransientError as Empty", "Empty = (ConnectionError, TimeoutError)"):
+        assert _candidate(
+            f'''
+            {binding}
+
+            def fetch(url):
+                while True:
+                    try:
+                        return get(url)
+                    except Empty:
+                        continue
+            '''
+        ), binding
+    # An errno test of "not ready" is EINTR handling.
+    assert not _candidate(
+        '''
+        import errno
+
+        def send(sock, data):
+            while True:
+                try:
+                    return sock.send(data)
+                except OSError as e:
+                    if e.errno == errno.EINTR:
+                        continue
+                    raise
+        '''
+    )
+
+
+def test_a_for_loop_over_items_is_no_candidate_but_one_over_delays_is():
+    assert not _candidate(
+        '''
+        import subprocess
+
+        def version():
+            for cmd in ("ver", "command /c ver", "cmd /c ver"):
+                try:
+                    return subprocess.check_output(cmd)
+                except OSError:
+                    continue
+        '''
+    )
+    for header in ("for delay in (1, 2, 4, None):", "for delay in DELAYS:", "for i, delay in enumerate(BACKOFF):"):
+        assert _candidate(
+            f'''
+            import time
+            BASE = [0.5, 1, 2]
+            DELAYS = BACKOFF = BASE
+
+            def fetch(url):
+                {header}
+                    try:
+                        return get(url)
+                    except ConnectionError:
+                        time.sleep(delay or 1)
+            '''
+        ), header
+
+
+def test_a_try_inside_another_attempt_retries_only_by_continue():
+    # The inner handler swallows a parsing failure of the response: no retry of its own.
+    assert not _candidate(
+        '''
+        def read_all(stream):
+            while True:
+                try:
+                    chunk = stream.read()
+                    try:
+                        parse(chunk)
+                    except ValueError:
+                        pass
+                    if not chunk:
+                        return
+                except OSError:
+                    raise
+        '''
+    )
+
+
+def test_a_status_test_counts_only_on_what_the_loop_assigns():
+    assert not _candidate(
+        '''
+        def poll(job):
+            while True:
+                if job.status == 200:
+                    return job
+                refresh(job)
+        '''
+    )
+    assert _candidate(
+        '''
+        import time
+
+        def fetch(url):
+            while True:
+                resp = get(url)
+                if resp.status_code == 200:
+                    return resp
+                time.sleep(1)
+        '''
+    )
+
+
+def test_a_call_word_in_a_docstring_or_a_longer_package_name_is_no_site():
+    # ``delay()`` in a docstring is no celery call, and ``redistribute`` names no redis.
+    assert not _candidate(
+        '''
+        """Redistribute freely. Screen updates are controlled via delay()."""
+
+        def delay(self, delay=None):
+            """Set the delay; see delay()."""
+            self._delay = delay
+        '''
+    )
+    assert _candidate(
+        '''
+        import redis
+
+        client = redis.Redis()
+
+        def replay():
+            while True:
+                message = client.rpop("orders-dlq")
+                client.lpush("orders", message)
+        '''
+    )
