@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import bisect
 import io
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
@@ -126,16 +127,20 @@ def active_triggers(data: bytes, triggers: Sequence[Trigger]) -> List[Trigger]:
 # ---------------------------------------------------------------- the source
 
 
-_ALIAS = re.compile(r"\bas[ \t]+(\w+)")
-# ``DELAYS = (1, 2, 4)``, ``DELAYS: tuple = 1, 2, 4``, ``A = B = [1, 2]``, ``DELAYS = BASE`` (a
-# name: ``delays._literal_numbers`` follows it)
-_SEQUENCE_ASSIGNED = re.compile(
-    r"\b(\w+[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:\w+[ \t]*=(?!=)[ \t]*)*)"
-    r"(?:[\[(](?:\s|#[^\n]*|\()*[-+]?\.?\d|[-+]?\.?\d|[A-Za-z_]\w*[ \t]*(?:[#;\r\n]|$))"
-)
+_ALIAS = re.compile(r"as[ \t]+(\w+)")  # a literal first: the scan skips to each "as"
 
 
-_ASSIGNED_NAME = re.compile(r"(\w+)[ \t]*(?::[^=\n]*)?=")
+def _assigned_numbers(name: str) -> "re.Pattern[str]":
+    """``NAME = (1, 2, 4)``, ``NAME: tuple = 1, 2, 4``, ``NAME = self.x = [1, 2]``, ``NAME = BASE``
+    (a name: ``delays._literal_numbers`` follows it). The name comes first in the pattern
+    (no look-behind), so the scan jumps from one occurrence of it to the next."""
+    return re.compile(
+        rf"{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:[\w.\[\]\"']+[ \t]*=(?!=)[ \t]*)*"
+        r"(?:[\[(](?:\s|#[^\n]*|\()*[-+]?\.?\d|[-+]?\.?\d|[A-Za-z_]\w*[ \t]*(?:[#;\r\n]|$))"
+    )
+
+
+_OTHER_LINE_ENDS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class Source:
@@ -145,13 +150,14 @@ class Source:
         self.text = text
         self.tree = tree
         # Only \n, \r\n and \r end a line for the parsers; str.splitlines also splits on
-        # form feeds and other separators.
-        self.lines: List[str] = io.StringIO(text, newline="").readlines()
-        self.starts: List[int] = [0]
-        for line in self.lines:
-            self.starts.append(self.starts[-1] + len(line))
+        # form feeds and other separators (it is the faster one where there are none).
+        if _OTHER_LINE_ENDS.search(text):
+            self.lines: List[str] = io.StringIO(text, newline="").readlines()
+        else:
+            self.lines = text.splitlines(keepends=True)
+        self.starts: List[int] = [0, *itertools.accumulate(map(len, self.lines))]
         self._aliases: Optional[FrozenSet[str]] = None
-        self._sequences: Optional[FrozenSet[str]] = None
+        self._sequences: Dict[str, bool] = {}
         self._statements: Optional[List[ast.stmt]] = None
 
     @property
@@ -179,22 +185,35 @@ class Source:
     def aliases(self) -> FrozenSet[str]:
         """Names bound by ``as`` (``from time import sleep as nap``): any of them may be a builtin."""
         if self._aliases is None:
-            self._aliases = frozenset(_ALIAS.findall(self.text))
+            text = self.text
+            self._aliases = frozenset(
+                m.group(1) for m in _ALIAS.finditer(text) if m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
+            )
         return self._aliases
 
-    @property
-    def sequence_names(self) -> FrozenSet[str]:
-        """Names assigned numbers, a list or tuple of them, or another name, somewhere (``DELAYS = (1, 2, 4)``)."""
-        if self._sequences is None:
-            self._sequences = frozenset(
-                name for chain in _SEQUENCE_ASSIGNED.findall(self.text) for name in _ASSIGNED_NAME.findall(chain)
+    def assigns_numbers(self, name: str) -> bool:
+        """Is ``name`` assigned numbers, a list or tuple of them, or another name, somewhere?"""
+        known = self._sequences.get(name)
+        if known is None:
+            text = self.text
+            known = self._sequences[name] = any(
+                m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_.")
+                for m in _assigned_numbers(name).finditer(text)
             )
-        return self._sequences
+        return known
 
 
 def first_line(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", None)
     return min([node.lineno] + [d.lineno for d in decorators]) if decorators else node.lineno
+
+
+#: Statements that hold other statements (the rest never do: no need to look).
+_COMPOUND = frozenset(
+    getattr(ast, name) for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar", "Match",
+                                    "FunctionDef", "AsyncFunctionDef", "ClassDef")
+    if hasattr(ast, name)
+)
 
 
 def all_statements(tree: ast.Module) -> Iterator[ast.stmt]:
@@ -203,10 +222,11 @@ def all_statements(tree: ast.Module) -> Iterator[ast.stmt]:
     while stack:
         statement = stack.pop()
         yield statement
-        inner: List[ast.stmt] = []
-        for body in _bodies(statement):
-            inner.extend(body)
-        stack.extend(reversed(inner))
+        if type(statement) in _COMPOUND:
+            inner: List[ast.stmt] = []
+            for body in _bodies(statement):
+                inner.extend(body)
+            stack.extend(reversed(inner))
 
 
 def local_nodes(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:

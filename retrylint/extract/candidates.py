@@ -357,7 +357,7 @@ def _iterates(target: ast.AST, iterable: ast.AST, loop: ast.stmt, source: Source
             elements.pop()
         if elements and all(_number(e) is not None for e in elements):
             return True
-    elif isinstance(iterable, ast.Name) and iterable.id in source.sequence_names:
+    elif isinstance(iterable, ast.Name) and source.assigns_numbers(iterable.id):
         return True
     if not isinstance(target, ast.Name):
         return False
@@ -378,17 +378,38 @@ def _may_sleep(func: ast.AST, source: Source) -> bool:
     return False
 
 
+def _own_calls(source: Source, statement: ast.stmt, name: str, receiver: Optional[str]) -> int:
+    """``name(`` or ``name (`` in the function's text, alone or after ``receiver.``."""
+    text = source.text
+    start, end = source.span(statement)
+    count = 0
+    at = text.find(name, start, end)
+    while at >= 0:
+        after = at + len(name)
+        if text.startswith("(", after) or text.startswith(" (", after):
+            before = text[at - 1] if at > 0 else " "
+            if not (before.isalnum() or before in "_."):
+                count += 1
+            elif before == "." and receiver and text.endswith(receiver, 0, at - 1) and (
+                at - 1 - len(receiver) == 0 or not (text[at - 2 - len(receiver)].isalnum() or text[at - 2 - len(receiver)] in "_.")
+            ):
+                count += 1
+        at = text.find(name, after, end)
+    return count
+
+
 def function_may_recurse(statement: ast.stmt, source: Source) -> bool:
     """A function that calls itself (by name, or ``self.name``) from an except handler or a
     status branch: mirror of ``recursion._self_calls`` and ``_failure_context``."""
     if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     name = statement.name
-    # The def and a call: ``name(`` twice (a call split as ``name\n(`` is not worth the cost).
-    if source.count(statement, name + "(") + source.count(statement, name + " (") < 2:
-        return False
     arguments = statement.args.posonlyargs + statement.args.args + statement.args.kwonlyargs
     receiver = arguments[0].arg if arguments and arguments[0].arg in ("self", "cls") else None
+    # The def and a call: ``name(`` twice, not as another object's method (``d.get(``);
+    # a call split as ``name\n(`` is not worth the cost.
+    if _own_calls(source, statement, name, receiver) < 2:
+        return False
     stack = [(node, False) for node in statement.body]
     while stack:
         node, guarded = stack.pop()
