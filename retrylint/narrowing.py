@@ -136,7 +136,8 @@ def _assigned_numbers(name: str) -> "re.Pattern[str]":
     (no look-behind), so the scan jumps from one occurrence of it to the next."""
     return re.compile(
         rf"{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:[\w.\[\]\"']+[ \t]*=(?!=)[ \t]*)*"
-        r"(?:[\[(](?:\s|#[^\n]*|\()*[-+]?\.?\d|[-+]?\.?\d|[A-Za-z_]\w*[ \t]*(?:[#;\r\n]|$))"
+        # a comment runs to its line's end: ``##`` cannot be split two ways (no backtracking blow-up)
+        r"(?:[\[(](?:\s|#[^\n]*(?=\n|\Z)|\()*[-+]?\.?\d|[-+]?\.?\d|[A-Za-z_]\w*[ \t]*(?:[#;\r\n]|$))"
     )
 
 
@@ -436,17 +437,23 @@ def _kept(source: Source, lines: Set[int]) -> str:
         index = bisect.bisect_left(keep, start)
         return index < len(keep) and keep[index] <= end
 
+    blanked: Set[int] = set()
+    bodies: List[Sequence[ast.stmt]] = [source.tree.body]
+
     def visit(body: Sequence[ast.stmt]) -> None:
         nonlocal changed
         for statement in body:
             if not isinstance(statement, DEFINITIONS):
                 # ``if sys.platform == "win32": def …`` in a module or class body
                 for inner in _bodies(statement):
+                    bodies.append(inner)
                     visit(inner)
             elif not holds(statement):
                 _blank(source, out, statement)
+                blanked.add(id(statement))
                 changed = True
             elif isinstance(statement, ast.ClassDef):
+                bodies.append(statement.body)
                 visit(statement.body)
 
     visit(source.tree.body)
@@ -480,7 +487,19 @@ def _kept(source: Source, lines: Set[int]) -> str:
             pending = rest
         for statement, _ in pending:
             _blank(source, out, statement)
+            blanked.add(id(statement))
             changed = True
+    # Neighbours blanked alike become one placeholder: the blank and comment lines between
+    # them would each be a node for libcst (a test module: thousands).
+    for body in bodies:
+        run: List[ast.stmt] = []
+        for statement in list(body) + [None]:  # type: ignore[list-item]
+            if statement is not None and id(statement) in blanked:
+                run.append(statement)
+                continue
+            if len(run) > 1:
+                _blank(source, out, run[0], run[-1])
+            run = []
     return "".join(out) if changed else source.text
 
 
@@ -542,11 +561,12 @@ def _base_name(expr: ast.AST, through_calls: bool) -> Tuple[str, ...]:
 _INDENT = re.compile(r"[ \t\f]*")
 
 
-def _blank(source: Source, out: List[str], node: ast.stmt) -> None:
-    """Replace a statement by one of the same height: ``pass`` for one line, else an empty
-    multi-line string (one token for libcst, where blank lines would each be a node its
-    metadata walks; line numbers below stay the same)."""
-    start, end = first_line(node), node.end_lineno or node.lineno
+def _blank(source: Source, out: List[str], node: ast.stmt, last: Optional[ast.stmt] = None) -> None:
+    """Replace a statement (or the statements from ``node`` to ``last``, with the blank and
+    comment lines between them) by one of the same height: ``pass`` for one line, else an
+    empty multi-line string (one token for libcst, where blank lines would each be a node
+    its metadata walks; line numbers below stay the same)."""
+    start, end = first_line(node), (last or node).end_lineno or (last or node).lineno
     endings = []
     for number in range(start, end + 1):
         line = source.lines[number - 1]

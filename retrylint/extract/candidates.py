@@ -65,13 +65,13 @@ def loop_may_retry(statement: ast.stmt, source: Source) -> bool:
     body = list(local_nodes(statement.body))
     if isinstance(statement, (ast.For, ast.AsyncFor)) and not _for_may_count(statement, body, source):
         return False
+    written = _written(body)
     if trys:
         attempts: List[Tuple[ast.stmt, List[ast.stmt], bool]] = []
         _trys_with_rest(statement.body, [], attempts, False, False)
-        if any(_try_may_retry(node, rest, secondary, statement, source) for node, rest, secondary in attempts):
+        if any(_try_may_retry(node, rest, secondary, statement, source, written) for node, rest, secondary in attempts):
             return True
     if status_tests:
-        written = {node.id for node in body if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
         return any(_names_in(node.test) & written for node in status_tests)
     return False
 
@@ -151,7 +151,9 @@ def _blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
         yield case.body
 
 
-def _try_may_retry(node: ast.stmt, rest: List[ast.stmt], secondary: bool, loop: ast.stmt, source: Source) -> bool:
+def _try_may_retry(
+    node: ast.stmt, rest: List[ast.stmt], secondary: bool, loop: ast.stmt, source: Source, written: Set[str]
+) -> bool:
     """``loops._analyse_try`` and the filter in ``extract_loop``, without what needs names
     resolved (polling handlers, guards of the exits, stream reads): a handler that
     continues, or falls through to a rest that goes round; an exit on the success path;
@@ -169,9 +171,71 @@ def _try_may_retry(node: ast.stmt, rest: List[ast.stmt], secondary: bool, loop: 
     ):
         return False
     attempt = list(node.body) + list(node.orelse)
-    return any(isinstance(n, (ast.Return, ast.Break)) for n in local_nodes(attempt + rest)) or (
-        isinstance(loop, ast.While) and _attempt_sets_test(loop, attempt)
-    )
+    return _success_exit(attempt + rest, written) or (isinstance(loop, ast.While) and _attempt_sets_test(loop, attempt))
+
+
+def _success_exit(roots: List[ast.stmt], written: Set[str]) -> bool:
+    """``loops._success_exit`` through ``flow.exits_in``: a ``return``/``break`` on the
+    success path (not in a nested loop or a nested ``try``'s handler), unguarded or under
+    an ``if`` whose test may say "it worked" (``is_success_test``)."""
+    stack: List[Tuple[ast.stmt, Optional[ast.If], bool, bool]] = [(r, None, True, True) for r in roots]
+    while stack:
+        statement, guard, positive, root = stack.pop()
+        if isinstance(statement, (ast.Return, ast.Break)):
+            if guard is None or _may_say_success(guard.test, positive, written):
+                return True
+            continue
+        if isinstance(statement, DEFINITIONS) or not root and isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        if isinstance(statement, ast.If):
+            stack.extend((s, statement, True, False) for s in statement.body)
+            stack.extend((s, statement, False, False) for s in statement.orelse)
+            continue
+        for block in _blocks(statement):  # not the handlers: ``walk_success`` skips them
+            stack.extend((s, guard, positive, False) for s in block)
+    return False
+
+
+_RETRY_DECISION = re.compile(r"(retry|retriable|retryable)", re.I)
+_LEFTOVER = re.compile(r"(retry|retries|fail|error|pending|remaining|left|todo|unfinished|outstanding|missing)", re.I)
+
+
+def _may_say_success(test: ast.AST, positive: bool, written: Set[str]) -> bool:
+    """``loops.is_success_test``, with status tests and results taken at their widest."""
+    if isinstance(test, ast.Call) and _RETRY_DECISION.search(last_name(test.func) or ""):
+        return not positive and _mentions(test, written)
+    if not positive and isinstance(test, (ast.Name, ast.Attribute)) and _LEFTOVER.search(_dotted(test)):
+        return _mentions(test, written)
+    if _may_test_status(test):
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _may_say_success(test.operand, not positive, written)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        right = test.comparators[0]
+        if isinstance(right, ast.Constant) and right.value is None:
+            if isinstance(test.ops[0], (ast.Is, ast.Eq)):
+                positive = not positive
+            return positive and _mentions(test.left, written)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and positive:
+        return any(_may_say_success(value, True, written) for value in test.values)
+    return positive and _mentions(test, written)
+
+
+def _mentions(expr: ast.AST, written: Set[str]) -> bool:
+    """``loops._mentions_result``: the test reads something the loop assigns."""
+    for node in ast.walk(expr):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = _dotted(node)
+            if name and (name in written or name.split(".")[0] in written):
+                return True
+    return False
+
+
+def _written(body: Sequence[ast.AST]) -> Set[str]:
+    """Names and dotted attributes the loop's own iteration assigns (``loops._writes``)."""
+    return {
+        _dotted(node) or "" for node in body if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store)
+    }
 
 
 #: ``loops._TRIVIAL_CALLS``: calls that are not the operation of an attempt.
@@ -222,8 +286,22 @@ def _may_test_status(test: ast.AST) -> bool:
     if isinstance(test, ast.Attribute):
         return test.attr in _FLAG_ATTRIBUTES
     if isinstance(test, ast.Compare):
-        return _may_be_status(test.left) or _may_be_status(test.comparators[0])
+        left, right = test.left, test.comparators[0]
+        if _not_a_status_value(left) or _not_a_status_value(right):
+            return False  # ``code == b""``: ``status._values`` reads no status in it
+        return _may_be_status(left) or _may_be_status(right)
     return False
+
+
+def _not_a_status_value(expr: ast.AST) -> bool:
+    """A literal that ``status.status_constant`` never reads as a status: a string, bytes,
+    None, a bool, a number outside 100-599 or with a fraction."""
+    if not isinstance(expr, ast.Constant):
+        return False
+    value = expr.value
+    if type(value) in (int, float):
+        return not (100 <= value < 600 and value == int(value))
+    return True
 
 
 def _may_be_status(expr: ast.AST) -> bool:

@@ -377,3 +377,70 @@ def test_a_call_word_in_a_docstring_or_a_longer_package_name_is_no_site():
                 client.lpush("orders", message)
         '''
     )
+
+
+def test_numbers_assigned_through_comments_and_names_count_and_a_comment_run_is_linear():
+    text = "BASE = [  # seconds\n    0.5, 1]\nDELAYS = self.delays = BASE\nNAMES = ['a']\nX = [\n" + "#" * 40 + "\n 'a']\n"
+    source = Source(text, ast.parse(text))
+    assert source.assigns_numbers("BASE") and source.assigns_numbers("DELAYS")
+    assert not source.assigns_numbers("NAMES")
+    # ``##…`` after a bracket could once be split 2**n ways by the pattern: this returns at once.
+    assert not source.assigns_numbers("X")
+
+
+def test_an_exit_only_on_a_test_of_something_else_is_no_way_out_on_success():
+    # ``if strict: return`` leaves on a flag, not because the attempt worked.
+    assert not _candidate(
+        '''
+        import os
+
+        def resolve(parts, strict):
+            while parts:
+                name = parts.pop()
+                try:
+                    st = os.lstat(name)
+                except OSError:
+                    pass
+                if strict:
+                    return None
+        '''
+    )
+    # ``if data is not None: return data`` tests what the attempt assigned.
+    assert _candidate(
+        '''
+        def fetch(url):
+            while True:
+                try:
+                    data = get(url)
+                except OSError:
+                    pass
+                if data is not None:
+                    return data
+        '''
+    )
+    # A status test on the response says it worked.
+    assert _candidate(
+        '''
+        def fetch(client, url):
+            while True:
+                try:
+                    client.resp = client.get(url)
+                except OSError:
+                    continue
+                if client.resp.status_code == 200:
+                    break
+        '''
+    )
+
+
+def test_a_status_compared_with_text_is_no_status_test():
+    assert not _candidate(
+        '''
+        def read_ops(data):
+            while True:
+                code = data.read(1)
+                if code == b"":
+                    return
+                handle(code)
+        '''
+    )
