@@ -7,6 +7,8 @@ site-packages), in alternation so that machine noise hits all of them alike:
 * ``ruff check --select E,F,B --no-cache`` (the baseline the targets are stated against);
 * ``retrylint check --no-cache`` is not used: *cold* is a run with an empty cache directory
   (every file analysed, the cache written), *warm* the same command again (nothing changed);
+* "ast parses every file": ``ast.parse`` on every file, in as many processes as retrylint
+  uses: the syntax check every file gets (RTY001), a floor for retrylint's cold run;
 * "libcst parses every file": ``libcst.parse_module`` on every file, in as many processes as
   retrylint uses (the floor a checker that parses everything with libcst cannot beat).
 
@@ -67,6 +69,32 @@ print(parsed, len(files))
 """
 
 
+# Parses every file with the standard ``ast`` in N processes: the syntax check every file
+# gets (RTY001), the floor of a checker that reports every syntax error with CPython's parser.
+_AST = r"""
+import ast, os, sys, warnings
+from concurrent.futures import ProcessPoolExecutor
+
+def parse(path):
+    warnings.simplefilter("ignore")
+    try:
+        ast.parse(open(path, "rb").read())
+        return 1
+    except Exception:
+        return 0
+
+root, jobs = sys.argv[1], int(sys.argv[2])
+files = []
+for directory, dirs, names in os.walk(root):
+    dirs[:] = [d for d in dirs if d not in ("site-packages", "__pycache__")]
+    files += [os.path.join(directory, n) for n in names if n.endswith(".py")]
+files.sort(key=lambda p: -os.path.getsize(p))
+with ProcessPoolExecutor(jobs) as pool:
+    parsed = sum(pool.map(parse, files, chunksize=8))
+print(parsed, len(files))
+"""
+
+
 def _timed(command, **kwargs):
     started = time.perf_counter()
     completed = subprocess.run(command, capture_output=True, text=True, **kwargs)
@@ -87,7 +115,7 @@ def main() -> int:
         print("ruff not found: pip install ruff", file=sys.stderr)
         return 2
     python = sys.executable
-    times = {"ruff": [], "retrylint cold": [], "retrylint warm": [], "libcst parse": []}
+    times = {"ruff": [], "retrylint cold": [], "retrylint warm": [], "ast parse": [], "libcst parse": []}
     memory = []
     files = None
     for round_ in range(args.rounds):
@@ -110,6 +138,8 @@ def main() -> int:
                     files = counts[-1] if counts else files
         finally:
             shutil.rmtree(cache, ignore_errors=True)
+        seconds, done = _timed([python, "-c", _AST, args.path, str(args.jobs)])
+        times["ast parse"].append(seconds)
         if not args.skip_libcst and round_ == 0:
             seconds, done = _timed([python, "-c", _LIBCST, args.path, str(args.jobs)])
             times["libcst parse"].append(seconds)
