@@ -80,14 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser("explain", help="print each retry site's policy and worst-case schedule")
     explain.add_argument("target", metavar="PATH[:LINE]", help="a file (or directory), optionally with a line")
-    _common(explain)
+    _common(explain, quiet="print the sites only: no notices, no \"no retry site found\"")
     explain.add_argument("--output-format", choices=("text", "json"), default="text")
     return parser
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, quiet: str = "print findings only: no summary, no notices") -> None:
     parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml / retrylint.toml")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print findings only: no summary, no notices")
+    parser.add_argument("-q", "--quiet", action="store_true", help=quiet)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -204,9 +204,13 @@ def _fix_files(candidates, args: argparse.Namespace, settings, config: Config, o
         _collect(result, outcome.report, settings, config.root)
     if args.diff:
         if not args.quiet:
-            err.write(f"{fixed_total} fix{'es' if fixed_total != 1 else ''} would be applied to {changed} file{'s' if changed != 1 else ''}.\n")
+            err.write(_would_apply(fixed_total, changed))
         return EXIT_FINDINGS if changed else EXIT_CLEAN
     return report(result, args, out, err, fixed=fixed_total)
+
+
+def _would_apply(fixes: int, files: int) -> str:
+    return f"{fixes} fix{'es' if fixes != 1 else ''} would be applied to {files} file{'s' if files != 1 else ''}.\n"
 
 
 def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, err: TextIO) -> int:
@@ -225,7 +229,10 @@ def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, 
 
         out.writelines(difflib.unified_diff(outcome.original.splitlines(keepends=True),
                                             outcome.fixed.splitlines(keepends=True), fromfile=name, tofile=name))
-        return EXIT_FINDINGS if outcome.fixed != outcome.original else EXIT_CLEAN
+        changed = outcome.fixed != outcome.original
+        if not args.quiet:
+            err.write(_would_apply(outcome.applied if changed else 0, int(changed)))
+        return EXIT_FINDINGS if changed else EXIT_CLEAN
     out.write(outcome.fixed)
     return EXIT_FINDINGS if outcome.report.findings and not args.exit_zero else EXIT_CLEAN
 

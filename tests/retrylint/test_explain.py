@@ -61,3 +61,13 @@ def test_explain_errors(run, monkeypatch, tmp_path):
     (tmp_path / "none.py").write_text("x = 1\n")
     code, out, _ = run("explain", "none.py")
     assert code == 0 and "no retry site found in none.py" in out
+
+
+def test_quiet_explain_prints_the_sites_only(run, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "none.py").write_text("x = 1\n")
+    code, out, _ = run("explain", "--quiet", "none.py")
+    assert code == 0 and out == ""
+    with pytest.raises(SystemExit):
+        run("explain", "-h")
+    assert 'no "no retry site found"' in " ".join(capsys.readouterr().out.split())

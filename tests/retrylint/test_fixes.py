@@ -199,6 +199,17 @@ def test_fix_from_stdin_prints_the_fixed_source(project, run, monkeypatch):
     assert code == 0
 
 
+def test_diff_from_stdin_says_how_many_fixes_would_be_applied(project, run, monkeypatch):
+    source = "import backoff\n@backoff.on_exception(backoff.expo, OSError, max_tries=5, jitter=None, max_value=20)\ndef f(): ...\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.encode())))
+    code, out, err = run("check", "--diff", "-", "--stdin-filename", "app.py")
+    assert code == 1 and out.startswith("--- app.py\n+++ app.py\n")
+    assert "1 fix would be applied to 1 file." in err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x = 1\n")))
+    code, out, err = run("check", "--diff", "-")
+    assert code == 0 and out == "" and "0 fixes would be applied to 0 files." in err
+
+
 # ---------------------------------------------------------------- properties
 
 WAITS = st.sampled_from([
