@@ -45,40 +45,18 @@ kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"exit": code, "self_kb": me, "child_kb": kids}), file=sys.stderr)
 """
 
-# Parses every file with libcst in N processes.
-_LIBCST = r"""
-import os, sys
+# Parses every file in N processes, biggest first: with the standard ``ast`` (the syntax
+# check every file gets, RTY001: a floor for retrylint's cold run) or with libcst (the floor
+# of a checker that parses everything with libcst).
+_PARSE_ALL = r"""
+import os, sys, warnings
 from concurrent.futures import ProcessPoolExecutor
-import libcst
-
-def parse(path):
-    try:
-        libcst.parse_module(open(path, "rb").read())
-        return 1
-    except Exception:
-        return 0
-
-root, jobs = sys.argv[1], int(sys.argv[2])
-files = []
-for directory, dirs, names in os.walk(root):
-    dirs[:] = [d for d in dirs if d not in ("site-packages", "__pycache__")]
-    files += [os.path.join(directory, n) for n in names if n.endswith(".py")]
-with ProcessPoolExecutor(jobs) as pool:
-    parsed = sum(pool.map(parse, files, chunksize=16))
-print(parsed, len(files))
-"""
-
-
-# Parses every file with the standard ``ast`` in N processes: the syntax check every file
-# gets (RTY001), the floor of a checker that reports every syntax error with CPython's parser.
-_AST = r"""
-import ast, os, sys, warnings
-from concurrent.futures import ProcessPoolExecutor
+import {module}
 
 def parse(path):
     warnings.simplefilter("ignore")
     try:
-        ast.parse(open(path, "rb").read())
+        {module}.{function}(open(path, "rb").read())
         return 1
     except Exception:
         return 0
@@ -93,6 +71,8 @@ with ProcessPoolExecutor(jobs) as pool:
     parsed = sum(pool.map(parse, files, chunksize=8))
 print(parsed, len(files))
 """
+_AST = _PARSE_ALL.format(module="ast", function="parse")
+_LIBCST = _PARSE_ALL.format(module="libcst", function="parse_module")
 
 
 def _timed(command, **kwargs):

@@ -225,7 +225,7 @@ def all_statements(tree: ast.Module) -> Iterator[ast.stmt]:
         yield statement
         if type(statement) in _COMPOUND:
             inner: List[ast.stmt] = []
-            for body in _bodies(statement):
+            for body in bodies(statement):
                 inner.extend(body)
             stack.extend(reversed(inner))
 
@@ -298,7 +298,7 @@ def _calls_at(source: Source, line: int, word: str) -> bool:
                     stack.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, ast.stmt))
                 elif isinstance(value, ast.AST):
                     stack.append(value)
-        for block in _bodies(statement):
+        for block in bodies(statement):
             statements.extend(around(block))
     return False
 
@@ -438,22 +438,22 @@ def _kept(source: Source, lines: Set[int]) -> str:
         return index < len(keep) and keep[index] <= end
 
     blanked: Set[int] = set()
-    bodies: List[Sequence[ast.stmt]] = [source.tree.body]
+    blocks: List[Sequence[ast.stmt]] = [source.tree.body]
 
     def visit(body: Sequence[ast.stmt]) -> None:
         nonlocal changed
         for statement in body:
             if not isinstance(statement, DEFINITIONS):
                 # ``if sys.platform == "win32": def …`` in a module or class body
-                for inner in _bodies(statement):
-                    bodies.append(inner)
+                for inner in bodies(statement):
+                    blocks.append(inner)
                     visit(inner)
             elif not holds(statement):
                 _blank(source, out, statement)
                 blanked.add(id(statement))
                 changed = True
             elif isinstance(statement, ast.ClassDef):
-                bodies.append(statement.body)
+                blocks.append(statement.body)
                 visit(statement.body)
 
     visit(source.tree.body)
@@ -491,9 +491,9 @@ def _kept(source: Source, lines: Set[int]) -> str:
             changed = True
     # Neighbours blanked alike become one placeholder: the blank and comment lines between
     # them would each be a node for libcst (a test module: thousands).
-    for body in bodies:
+    for block in blocks:
         run: List[ast.stmt] = []
-        for statement in list(body) + [None]:  # type: ignore[list-item]
+        for statement in list(block) + [None]:  # type: ignore[list-item]
             if statement is not None and id(statement) in blanked:
                 run.append(statement)
                 continue
@@ -503,14 +503,15 @@ def _kept(source: Source, lines: Set[int]) -> str:
     return "".join(out) if changed else source.text
 
 
-def _bodies(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
-    """The statement lists nested directly in a compound statement (not in definitions)."""
+def bodies(statement: ast.stmt, handlers: bool = True) -> Iterator[Sequence[ast.stmt]]:
+    """The statement lists nested directly in a statement (a definition's body too)."""
     for name in ("body", "orelse", "finalbody"):
         value = getattr(statement, name, None)
         if value and isinstance(value, list) and isinstance(value[0], ast.stmt):
             yield value
-    for handler in getattr(statement, "handlers", None) or ():
-        yield handler.body
+    if handlers:
+        for handler in getattr(statement, "handlers", None) or ():
+            yield handler.body
     for case in getattr(statement, "cases", None) or ():
         yield case.body
 

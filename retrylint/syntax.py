@@ -20,7 +20,7 @@ RETURN = "return"
 RAISE = "raise"
 EXITS = frozenset({BREAK, RETURN, RAISE})
 
-_PROCESS_EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort", "pytest.fail", "pytest.skip"})
+PROCESS_EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort", "pytest.fail", "pytest.skip"})
 
 
 _FIELDS: dict = {}
@@ -214,7 +214,7 @@ def statement_outcomes(node: cst.CSTNode) -> FrozenSet[str]:
         return frozenset({CONTINUE})
     if isinstance(node, cst.Expr):
         value = unwrap_await(node.value)
-        if isinstance(value, cst.Call) and dotted_name(value.func) in _PROCESS_EXITS:
+        if isinstance(value, cst.Call) and dotted_name(value.func) in PROCESS_EXITS:
             return frozenset({RAISE})
         return frozenset({FALL})
     if isinstance(node, cst.If):

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from ..narrowing import DEFINITIONS, Source, Words, last_name, local_nodes
+from ..narrowing import DEFINITIONS, Source, Words, bodies, last_name, local_nodes
+from ..syntax import PROCESS_EXITS
+from .errors import NOT_YET_NAMES
+from .status import FLAG_ATTRS, STATUS_ATTRS
+from .vocabulary import LEFTOVER, RETRY_DECISION, TRIVIAL_CALLS
 from .waits import SLEEP_WRAPPER
 
 #: Attributes and names an HTTP-status test reads (``response.status_code >= 500``).
@@ -57,9 +61,8 @@ def loop_may_retry(statement: ast.stmt, source: Source) -> bool:
             trys.append(inner)
         elif isinstance(inner, ast.If) and _may_test_status(inner.test):
             status_tests.append(inner)
-        for block in _blocks(inner):
+        for block in bodies(inner):
             stack.extend(block)
-        stack.extend(s for handler in getattr(inner, "handlers", ()) for s in handler.body)
     if not (trys and handles) and not status_tests:
         return False
     body = list(local_nodes(statement.body))
@@ -97,20 +100,10 @@ def _trys_with_rest(body: Sequence[ast.stmt], after: List[ast.stmt], out: list, 
                 _trys_with_rest(handler.body, rest, out, True, attempt)
             _trys_with_rest(statement.finalbody, rest, out, True, attempt)
         else:
-            for block in _blocks(statement):
+            for block in bodies(statement):
                 _trys_with_rest(block, rest, out, failure, attempt)
 
 
-#: ``errors._NOT_YET_NAMES`` and ``NOT_YET``: a handler of only these polls, it retries nothing.
-_NOT_YET_NAMES = frozenset(
-    {
-        "Empty", "Full", "QueueEmpty", "QueueFull", "WouldBlock", "Again", "ConnectionNotAvailable",
-        "StopIteration", "StopAsyncIteration", "BlockingIOError", "InterruptedError", "SSLWantReadError",
-        "SSLWantWriteError", "WantReadError", "WantWriteError", "WantX509LookupError", "GeneratorExit",
-        "KeyboardInterrupt", "SystemExit", "CancelledError", "BLOCKING_IO_ERRORS", "BLOCKING_IO_READ_ERROR",
-        "BLOCKING_IO_WRITE_ERROR", "BLOCKING_IO_LOOKUP_ERROR",
-    }
-)
 _NOT_YET_ERRNO = frozenset({"EINTR", "EAGAIN", "EWOULDBLOCK", "EINPROGRESS", "EALREADY"})
 
 
@@ -134,21 +127,12 @@ def _polls(handler: ast.ExceptHandler, source: Source) -> bool:
 
 def _not_yet(expr: ast.AST, source: Source) -> bool:
     if isinstance(expr, ast.Attribute):
-        return expr.attr in _NOT_YET_NAMES
+        return expr.attr in NOT_YET_NAMES
     if isinstance(expr, ast.Name):
-        return expr.id in _NOT_YET_NAMES and expr.id not in source.aliases and not re.search(
+        return expr.id in NOT_YET_NAMES and expr.id not in source.aliases and not re.search(
             rf"\b{expr.id}[ \t]*(?::[^=\n]*)?=(?!=)", source.text
         )
     return False
-
-
-def _blocks(statement: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
-    for name in ("body", "orelse", "finalbody"):
-        value = getattr(statement, name, None)
-        if value and isinstance(value, list) and isinstance(value[0], ast.stmt):
-            yield value
-    for case in getattr(statement, "cases", None) or ():
-        yield case.body
 
 
 def _try_may_retry(
@@ -166,7 +150,7 @@ def _try_may_retry(
     ):
         return False
     if not any(
-        isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in _TRIVIAL_CALLS)
+        isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in TRIVIAL_CALLS)
         for n in local_nodes(node.body)
     ):
         return False
@@ -191,20 +175,16 @@ def _success_exit(roots: List[ast.stmt], written: Set[str]) -> bool:
             stack.extend((s, statement, True, False) for s in statement.body)
             stack.extend((s, statement, False, False) for s in statement.orelse)
             continue
-        for block in _blocks(statement):  # not the handlers: ``walk_success`` skips them
+        for block in bodies(statement, handlers=False):  # not the handlers: ``walk_success`` skips them
             stack.extend((s, guard, positive, False) for s in block)
     return False
 
 
-_RETRY_DECISION = re.compile(r"(retry|retriable|retryable)", re.I)
-_LEFTOVER = re.compile(r"(retry|retries|fail|error|pending|remaining|left|todo|unfinished|outstanding|missing)", re.I)
-
-
 def _may_say_success(test: ast.AST, positive: bool, written: Set[str]) -> bool:
     """``loops.is_success_test``, with status tests and results taken at their widest."""
-    if isinstance(test, ast.Call) and _RETRY_DECISION.search(last_name(test.func) or ""):
+    if isinstance(test, ast.Call) and RETRY_DECISION.search(last_name(test.func) or ""):
         return not positive and _mentions(test, written)
-    if not positive and isinstance(test, (ast.Name, ast.Attribute)) and _LEFTOVER.search(_dotted(test)):
+    if not positive and isinstance(test, (ast.Name, ast.Attribute)) and LEFTOVER.search(_dotted(test)):
         return _mentions(test, written)
     if _may_test_status(test):
         return True
@@ -238,10 +218,6 @@ def _written(body: Sequence[ast.AST]) -> Set[str]:
     }
 
 
-#: ``loops._TRIVIAL_CALLS``: calls that are not the operation of an attempt.
-_TRIVIAL_CALLS = frozenset({"int", "float", "str", "bool", "len", "dict", "list", "tuple", "set", "repr", "print", "isinstance"})
-
-
 def _dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -273,8 +249,6 @@ def _attempt_sets_test(loop: ast.While, attempt: List[ast.stmt]) -> bool:
 
 # ``status.status_set`` is not None only for flags (``resp.ok``) and comparisons of a
 # status (``status.is_status_expr``), joined by ``not``/``and``/``or``.
-_FLAG_ATTRIBUTES = frozenset({"ok", "is_success", "is_error", "is_server_error", "is_client_error", "is_redirect"})
-_STATUS_ATTRIBUTES = frozenset({"status_code", "status", "code", "status_int", "http_status", "getcode"})
 _STATUS_NAME = re.compile(r"(http_)?(status|status_code|code|resp_status|response_status|http_code)")
 
 
@@ -284,7 +258,7 @@ def _may_test_status(test: ast.AST) -> bool:
     if isinstance(test, ast.BoolOp):
         return all(_may_test_status(value) for value in test.values)
     if isinstance(test, ast.Attribute):
-        return test.attr in _FLAG_ATTRIBUTES
+        return test.attr in FLAG_ATTRS
     if isinstance(test, ast.Compare):
         left, right = test.left, test.comparators[0]
         if _not_a_status_value(left) or _not_a_status_value(right):
@@ -310,7 +284,7 @@ def _may_be_status(expr: ast.AST) -> bool:
     if isinstance(expr, ast.Call):
         return isinstance(expr.func, ast.Attribute) and expr.func.attr == "getcode"
     if isinstance(expr, ast.Attribute):
-        return expr.attr in _STATUS_ATTRIBUTES
+        return expr.attr in STATUS_ATTRS
     return isinstance(expr, ast.Name) and bool(_STATUS_NAME.fullmatch(expr.id))
 
 
@@ -318,7 +292,6 @@ def _may_be_status(expr: ast.AST) -> bool:
 # ``syntax.outcomes`` on the standard ``ast``.
 
 FALL, CONTINUE, BREAK, RETURN, RAISE = "fall", "continue", "break", "return", "raise"
-_PROCESS_EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort", "pytest.fail", "pytest.skip"})
 
 
 def outcomes(statements: Sequence[ast.stmt]) -> FrozenSet[str]:
@@ -344,7 +317,7 @@ def _statement_outcomes(node: ast.stmt) -> FrozenSet[str]:
         value = node.value
         while isinstance(value, ast.Await):
             value = value.value
-        if isinstance(value, ast.Call) and _dotted(value.func) in _PROCESS_EXITS:
+        if isinstance(value, ast.Call) and _dotted(value.func) in PROCESS_EXITS:
             return frozenset({RAISE})
         return frozenset({FALL})
     if isinstance(node, ast.If):

@@ -42,7 +42,7 @@ NOT_YET = frozenset(
 )
 
 #: The last part of a class name is enough for these: libraries re-export them under many paths.
-_NOT_YET_NAMES = frozenset(
+NOT_YET_NAMES = frozenset(
     {
         "Empty", "Full", "QueueEmpty", "QueueFull", "WouldBlock", "Again", "ConnectionNotAvailable",
         "StopIteration", "StopAsyncIteration", "BlockingIOError", "InterruptedError", "SSLWantReadError",
@@ -80,7 +80,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
 
 
 def _not_yet(name: str) -> bool:
-    return name in NOT_YET or name.rsplit(".", 1)[-1] in _NOT_YET_NAMES
+    return name in NOT_YET or name.rsplit(".", 1)[-1] in NOT_YET_NAMES
 
 
 def _retries_only_on_errno(handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:

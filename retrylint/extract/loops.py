@@ -65,10 +65,10 @@ from .status import ALL_STATUSES, mentions_status, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
+from .vocabulary import LEFTOVER, RETRY_DECISION, TRIVIAL_CALLS
 from .waits import Sleep, sleep_of
 
 _PROMPTS = frozenset({"input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "rich.prompt.Prompt.ask"})
-_TRIVIAL_CALLS = frozenset({"int", "float", "str", "bool", "len", "dict", "list", "tuple", "set", "repr", "print", "isinstance"})
 #: Calls that take the next item of a stream: going round again reads new data, it retries nothing.
 _STREAM_READS = frozenset(
     {
@@ -450,7 +450,7 @@ def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
     """
     waiting: Optional[cst.Call] = None
     for n in walk(node.body, skip=DEFERRED):
-        if isinstance(n, cst.Call) and not (ctx.call_name(n) & _TRIVIAL_CALLS):
+        if isinstance(n, cst.Call) and not (ctx.call_name(n) & TRIVIAL_CALLS):
             sleep = sleep_of(n, ctx)
             if sleep is None:
                 return n
@@ -479,16 +479,14 @@ def _success_exit(
     return False
 
 
-_RETRY_DECISION = re.compile(r"(retry|retriable|retryable)", re.I)
 #: Names of what is still failing: ``if not to_retry: break`` means everything succeeded.
-_LEFTOVER = re.compile(r"(retry|retries|fail|error|pending|remaining|left|todo|unfinished|outstanding|missing)", re.I)
 
 
 def is_success_test(test: cst.BaseExpression, positive: bool, ctx: ModuleContext, result_names: FrozenSet[str]) -> bool:
-    if isinstance(test, cst.Call) and _RETRY_DECISION.search(last_name(test.func) or ""):
+    if isinstance(test, cst.Call) and RETRY_DECISION.search(last_name(test.func) or ""):
         # ``if not retry_func(response): return response``: true means "retry".
         return not positive and _mentions_result(test, result_names)
-    if not positive and isinstance(test, (cst.Name, cst.Attribute)) and _LEFTOVER.search(dotted_name(test) or ""):
+    if not positive and isinstance(test, (cst.Name, cst.Attribute)) and LEFTOVER.search(dotted_name(test) or ""):
         return _mentions_result(test, result_names)
     statuses = status_set(test, ctx)
     if statuses is not None:

@@ -12,8 +12,8 @@ from ..syntax import dotted_name, number, unwrap_await, walk
 from .context import ModuleContext
 
 ALL_STATUSES: FrozenSet[int] = frozenset(range(100, 600))
-_STATUS_ATTRS = frozenset({"status_code", "status", "code", "status_int", "http_status", "getcode"})
-_FLAG_ATTRS = {
+STATUS_ATTRS = frozenset({"status_code", "status", "code", "status_int", "http_status", "getcode"})
+FLAG_ATTRS = {
     "ok": frozenset(range(100, 400)),
     "is_success": frozenset(range(200, 300)),
     "is_error": frozenset(range(400, 600)),
@@ -62,8 +62,8 @@ def status_set(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[FrozenS
         if left is None or right is None:
             return None
         return left & right if isinstance(test.operator, cst.And) else left | right
-    if isinstance(test, cst.Attribute) and test.attr.value in _FLAG_ATTRS and _response_like(test.value):
-        return _FLAG_ATTRS[test.attr.value]
+    if isinstance(test, cst.Attribute) and test.attr.value in FLAG_ATTRS and _response_like(test.value):
+        return FLAG_ATTRS[test.attr.value]
     if isinstance(test, cst.Comparison):
         return _comparison(test, ctx)
     return None
@@ -227,7 +227,7 @@ def is_status_expr(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0)
     expr = unwrap_await(expr)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "getcode":
         return True
-    if isinstance(expr, cst.Attribute) and expr.attr.value in _STATUS_ATTRS:
+    if isinstance(expr, cst.Attribute) and expr.attr.value in STATUS_ATTRS:
         if expr.attr.value == "code":
             # ``e.code`` is an HTTP status on urllib's HTTPError; elsewhere it is often a string.
             return _response_like(expr.value) or _exception_like(expr.value)

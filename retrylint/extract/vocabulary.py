@@ -1,0 +1,13 @@
+"""Names the loop extractor reads, shared with its ``ast`` mirror (:mod:`.candidates`),
+so that narrowing and extraction cannot drift apart."""
+
+from __future__ import annotations
+
+import re
+
+#: Calls that are not the operation of an attempt (``int(x)``, ``len(items)``).
+TRIVIAL_CALLS = frozenset({"int", "float", "str", "bool", "len", "dict", "list", "tuple", "set", "repr", "print", "isinstance"})
+#: A call that decides to retry: ``if not retry_func(response): return response``.
+RETRY_DECISION = re.compile(r"(retry|retriable|retryable)", re.I)
+#: Names of what is still failing: ``if not to_retry: break`` means everything succeeded.
+LEFTOVER = re.compile(r"(retry|retries|fail|error|pending|remaining|left|todo|unfinished|outstanding|missing)", re.I)
