@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path

@@ -47,7 +47,6 @@ from .brokers import (
     PACKAGES,
     PUBLISH_METHODS,
     RECEIVE,
-    STREAM,
     SUBSCRIBE,
     BrokerCall,
     Brokers,

@@ -74,7 +74,6 @@ def _self_calls(func: cst.FunctionDef, ctx: ModuleContext) -> List[cst.Call]:
 
 def _failure_context(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> Optional[cst.CSTNode]:
     """The except handler or failed-status branch the call sits in, if any."""
-    child: cst.CSTNode = call
     for ancestor in ctx.ancestors(call):
         if ancestor is func:
             return None
@@ -89,7 +88,6 @@ def _failure_context(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) 
                 taken = statuses if in_body else frozenset(range(100, 600)) - statuses
                 if taken and not any(200 <= s < 300 for s in taken):
                     return ancestor
-        child = ancestor
     return None
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from ..describe import delay_phrase
-import libcst as cst
-
-from ..fixes import UNSAFE, Fix, Fixer
+from ..fixes import Fix, Fixer
 from ..model import RetryPolicy
 from .library_fixes import DEFAULT_ATTEMPTS, add_tenacity_argument, call_of, set_argument
 from ..settings import Settings

@@ -48,7 +48,6 @@ def extract(ctx: ModuleContext) -> List[RetryPolicy]:
 
 def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
     args = Args.of(call)
-    location = ctx.location(call)
     timeout_expr = args.get("timeout", 4) or args.get("deadline")  # (predicate, initial, maximum, multiplier, timeout, on_error)
     if timeout_expr is not None and is_none(resolve(timeout_expr, ctx)):
         bound = UNBOUNDED
