@@ -112,17 +112,25 @@ def _polls(handler: ast.ExceptHandler, source: Source) -> bool:
     caught is a "not yet" one under its own name (not an ``as`` alias, not a name the file
     assigns, which could hold a tuple), or the handler tests an errno of "not ready"."""
     caught = handler.type
-    if caught is not None:
-        parts = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-        if parts and all(_not_yet(part, source) for part in parts):
-            return True
-    return any(
-        isinstance(node, ast.If) and any(
+    if caught is None:
+        return False  # a bare ``except:`` never polls for the extractor
+    parts = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    if parts and all(_not_yet(part, source) for part in parts):
+        return True
+    # ``errors._retries_only_on_errno`` walks the handler without entering loops or definitions.
+    stack: List[ast.stmt] = list(handler.body)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, DEFINITIONS) or isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        if isinstance(statement, ast.If) and any(
             isinstance(n, ast.Name) and n.id in _NOT_YET_ERRNO or isinstance(n, ast.Attribute) and n.attr in _NOT_YET_ERRNO
-            for n in ast.walk(node.test)
-        )
-        for node in local_nodes(handler.body)
-    )
+            for n in ast.walk(statement.test)
+        ):
+            return True
+        for block in bodies(statement):
+            stack.extend(block)
+    return False
 
 
 def _not_yet(expr: ast.AST, source: Source) -> bool:
@@ -410,13 +418,14 @@ def _iterates(target: ast.AST, iterable: ast.AST, loop: ast.stmt, source: Source
             return True
     elif isinstance(iterable, ast.Name) and source.assigns_numbers(iterable.id):
         return True
-    if not isinstance(target, ast.Name):
+    name = _dotted(target)  # ``for self.delay in …`` too
+    if not name:
         return False
     # ``for delay in backoff_delays(): …; time.sleep(delay)``
     for node in ast.walk(loop):
         if isinstance(node, ast.Call) and _may_sleep(node.func, source):
             for argument in list(node.args) + [k.value for k in node.keywords]:
-                if any(isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(argument)):
+                if any(isinstance(n, (ast.Name, ast.Attribute)) and _dotted(n) == name for n in ast.walk(argument)):
                     return True
     return False
 
@@ -425,7 +434,8 @@ def _may_sleep(func: ast.AST, source: Source) -> bool:
     if isinstance(func, ast.Attribute):
         return func.attr in _SLEEP_ATTRIBUTES or bool(SLEEP_WRAPPER.match(func.attr))
     if isinstance(func, ast.Name):
-        return bool(SLEEP_WRAPPER.match(func.id)) or func.id in source.aliases
+        # ``from asyncio import wait_for``: ``wait_for(event.wait(), timeout=delay)``
+        return bool(SLEEP_WRAPPER.match(func.id)) or func.id in source.aliases or func.id in _SLEEP_ATTRIBUTES
     return False
 
 

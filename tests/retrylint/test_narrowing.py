@@ -444,3 +444,36 @@ def test_a_status_compared_with_text_is_no_status_test():
                 handle(code)
         '''
     )
+
+
+def test_an_errno_test_polls_only_where_the_extractor_reads_it():
+    # A bare ``except:`` never polls, and an errno test inside a loop of the handler is not
+    # the handler's own: both stay candidates (with the same findings as the whole file).
+    template = (
+        "import errno\n\n"
+        "def fetch(url):\n"
+        "    while True:\n"
+        "        try:\n"
+        "            return get(url)\n"
+        "{handler}"
+    )
+    for handler in (
+        "        except:\n            if errno.EINTR:\n                pass\n",
+        "        except OSError as e:\n            for _ in range(1):\n                if e.errno == errno.EINTR:\n"
+        "                    pass\n",
+    ):
+        assert _candidate(template.format(handler=handler)), handler
+
+
+def test_a_for_loop_that_waits_on_its_item_is_a_candidate_whatever_names_the_wait():
+    for wait, target in (("wait_for(event.wait(), timeout=delay)", "delay"), ("time.sleep(self.delay)", "self.delay")):
+        code = (
+            "import time\nfrom asyncio import wait_for\n\n"
+            "async def fetch(self, event, url):\n"
+            f"    for {target} in backoff_delays():\n"
+            "        try:\n"
+            "            return await get(url)\n"
+            "        except ConnectionError:\n"
+            f"            await {wait}\n"
+        )
+        assert _candidate(code), wait
