@@ -130,15 +130,19 @@ def active_triggers(data: bytes, triggers: Sequence[Trigger]) -> List[Trigger]:
 _ALIAS = re.compile(r"as[ \t]+(\w+)")  # a literal first: the scan skips to each "as"
 
 
-def _assigned_numbers(name: str) -> "re.Pattern[str]":
-    """``NAME = (1, 2, 4)``, ``NAME: tuple = 1, 2, 4``, ``NAME = self.x = [1, 2]``, ``NAME = BASE``
-    (a name: ``delays._literal_numbers`` follows it). The name comes first in the pattern
-    (no look-behind), so the scan jumps from one occurrence of it to the next."""
-    return re.compile(
-        rf"{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:[\w.\[\]\"']+[ \t]*=(?!=)[ \t]*)*"
-        # a comment runs to its line's end: ``##`` cannot be split two ways (no backtracking blow-up)
-        r"(?:[\[(](?:\s|#[^\n]*(?=\n|\Z)|\()*[-+]?\.?\d|[-+]?\.?\d|[A-Za-z_]\w*[ \t]*(?:[#;\r\n]|$))"
-    )
+def _assignment(name: str, numbers: bool) -> "re.Pattern[str]":
+    """``NAME = …``, ``NAME: T = …``; with ``numbers``: ``NAME = (1, 2, 4)``, ``NAME: tuple = 1,
+    2, 4``, ``NAME = self.x = [1, 2]``, ``NAME = BASE`` (a name: ``delays._literal_numbers``
+    follows it). The name comes first in the pattern (no look-behind), so the scan jumps
+    from one occurrence of it to the next."""
+    pattern = rf"{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)"
+    if numbers:
+        pattern += (
+            r"[ \t]*(?:[\w.\[\]\"']+[ \t]*=(?!=)[ \t]*)*"
+            # a comment runs to its line's end: ``##`` cannot be split two ways (no backtracking blow-up)
+            r"(?:[\[(](?:\s|#[^\n]*(?=\n|\Z)|\()*[-+]?\.?\d|[-+]?\.?\d|[A-Za-z_]\w*[ \t]*(?:[#;\r\n]|$))"
+        )
+    return re.compile(pattern)
 
 
 _OTHER_LINE_ENDS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -158,7 +162,7 @@ class Source:
             self.lines = text.splitlines(keepends=True)
         self.starts: List[int] = [0, *itertools.accumulate(map(len, self.lines))]
         self._aliases: Optional[FrozenSet[str]] = None
-        self._sequences: Dict[str, bool] = {}
+        self._assigned: Dict[Tuple[str, bool], bool] = {}
         self._statements: Optional[List[ast.stmt]] = None
 
     @property
@@ -178,30 +182,33 @@ class Source:
         start, end = self.span(node)
         return any(self.text.find(word, start, end) >= 0 for word in words)
 
-    def count(self, node: ast.stmt, word: str) -> int:
-        start, end = self.span(node)
-        return self.text.count(word, start, end)
-
     @property
     def aliases(self) -> FrozenSet[str]:
         """Names bound by ``as`` (``from time import sleep as nap``): any of them may be a builtin."""
         if self._aliases is None:
             text = self.text
-            self._aliases = frozenset(
-                m.group(1) for m in _ALIAS.finditer(text) if m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
-            )
+            self._aliases = frozenset(m.group(1) for m in _ALIAS.finditer(text) if starts_name(text, m.start()))
         return self._aliases
 
-    def assigns_numbers(self, name: str) -> bool:
-        """Is ``name`` assigned numbers, a list or tuple of them, or another name, somewhere?"""
-        known = self._sequences.get(name)
+    def assigns(self, name: str, numbers: bool = False) -> bool:
+        """Is ``name`` assigned somewhere (as a name; ``numbers``: numbers, a list or tuple of
+        them, or another name)? Without ``numbers`` an attribute (``self.name = …``) counts too."""
+        key = (name, numbers)
+        known = self._assigned.get(key)
         if known is None:
             text = self.text
-            known = self._sequences[name] = any(
-                m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_.")
-                for m in _assigned_numbers(name).finditer(text)
+            known = self._assigned[key] = any(
+                starts_name(text, m.start(), after_dot=not numbers) for m in _assignment(name, numbers).finditer(text)
             )
         return known
+
+
+def starts_name(text: str, at: int, after_dot: bool = True) -> bool:
+    """Does a name start at ``at``: not inside a longer one, nor after a ``.`` unless ``after_dot``?"""
+    if at == 0:
+        return True
+    before = text[at - 1]
+    return not (before.isalnum() or before == "_" or before == "." and not after_dot)
 
 
 def first_line(node: ast.stmt) -> int:

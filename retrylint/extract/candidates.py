@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ..narrowing import DEFINITIONS, Source, Words, bodies, last_name, local_nodes
+from ..narrowing import DEFINITIONS, Source, Words, bodies, last_name, local_nodes, starts_name
 from ..syntax import PROCESS_EXITS
 from .errors import NOT_YET_NAMES
 from .status import FLAG_ATTRS, STATUS_ATTRS
@@ -52,17 +52,11 @@ def loop_may_retry(statement: ast.stmt, source: Source) -> bool:
         return False
     # The statements of the loop's own iteration first: far cheaper than its expressions.
     trys, status_tests = [], []
-    stack = list(statement.body)
-    while stack:
-        inner = stack.pop()
-        if isinstance(inner, DEFINITIONS):
-            continue
+    for inner in _own_statements(statement.body, DEFINITIONS):
         if isinstance(inner, _TRY):
             trys.append(inner)
         elif isinstance(inner, ast.If) and _may_test_status(inner.test):
             status_tests.append(inner)
-        for block in bodies(inner):
-            stack.extend(block)
     if not (trys and handles) and not status_tests:
         return False
     body = list(local_nodes(statement.body))
@@ -118,28 +112,32 @@ def _polls(handler: ast.ExceptHandler, source: Source) -> bool:
     if parts and all(_not_yet(part, source) for part in parts):
         return True
     # ``errors._retries_only_on_errno`` walks the handler without entering loops or definitions.
-    stack: List[ast.stmt] = list(handler.body)
-    while stack:
-        statement = stack.pop()
-        if isinstance(statement, DEFINITIONS) or isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
-            continue
-        if isinstance(statement, ast.If) and any(
+    return any(
+        isinstance(statement, ast.If) and any(
             isinstance(n, ast.Name) and n.id in _NOT_YET_ERRNO or isinstance(n, ast.Attribute) and n.attr in _NOT_YET_ERRNO
             for n in ast.walk(statement.test)
-        ):
-            return True
+        )
+        for statement in _own_statements(handler.body, DEFINITIONS + LOOPS)
+    )
+
+
+def _own_statements(body: Sequence[ast.stmt], skip: Tuple[type, ...]) -> Iterator[ast.stmt]:
+    """The statements of ``body`` and of every block inside them, not entering ``skip``."""
+    stack = list(body)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, skip):
+            continue
+        yield statement
         for block in bodies(statement):
             stack.extend(block)
-    return False
 
 
 def _not_yet(expr: ast.AST, source: Source) -> bool:
     if isinstance(expr, ast.Attribute):
         return expr.attr in NOT_YET_NAMES
     if isinstance(expr, ast.Name):
-        return expr.id in NOT_YET_NAMES and expr.id not in source.aliases and not re.search(
-            rf"\b{expr.id}[ \t]*(?::[^=\n]*)?=(?!=)", source.text
-        )
+        return expr.id in NOT_YET_NAMES and expr.id not in source.aliases and not source.assigns(expr.id)
     return False
 
 
@@ -416,7 +414,7 @@ def _iterates(target: ast.AST, iterable: ast.AST, loop: ast.stmt, source: Source
             elements.pop()
         if elements and all(_number(e) is not None for e in elements):
             return True
-    elif isinstance(iterable, ast.Name) and source.assigns_numbers(iterable.id):
+    elif isinstance(iterable, ast.Name) and source.assigns(iterable.id, numbers=True):
         return True
     name = _dotted(target)  # ``for self.delay in …`` too
     if not name:
@@ -448,12 +446,9 @@ def _own_calls(source: Source, statement: ast.stmt, name: str, receiver: Optiona
     while at >= 0:
         after = at + len(name)
         if text.startswith("(", after) or text.startswith(" (", after):
-            before = text[at - 1] if at > 0 else " "
-            if not (before.isalnum() or before in "_."):
+            if starts_name(text, at, after_dot=False):
                 count += 1
-            elif before == "." and receiver and text.endswith(receiver, 0, at - 1) and (
-                at - 1 - len(receiver) == 0 or not (text[at - 2 - len(receiver)].isalnum() or text[at - 2 - len(receiver)] in "_.")
-            ):
+            elif receiver and text.endswith(receiver + ".", 0, at) and starts_name(text, at - 1 - len(receiver), after_dot=False):
                 count += 1
         at = text.find(name, after, end)
     return count

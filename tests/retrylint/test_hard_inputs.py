@@ -54,27 +54,20 @@ def assert_clean_exit(err: str) -> None:
 # ---------------------------------------------------------------- encodings and line endings
 
 
-def test_utf8_bom_does_not_shift_lines_or_columns(project, run):
-    (project.root / "bom.py").write_bytes(codecs.BOM_UTF8 + SOURCE.encode("utf-8"))
-    code, out, err = run("check", "bom.py")
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("bom.py", codecs.BOM_UTF8 + SOURCE.encode("utf-8")),
+        ("crlf.py", SOURCE.replace("\n", "\r\n").encode("utf-8")),
+        ("cr.py", SOURCE.replace("\n", "\r").encode("utf-8")),  # old Mac line endings
+    ],
+    ids=["utf8-bom", "crlf", "cr"],
+)
+def test_a_bom_and_any_line_ending_keep_lines_and_columns(project, run, name, data):
+    (project.root / name).write_bytes(data)
+    code, out, err = run("check", name)
     assert code == 1
-    assert findings(out, "bom.py") == EXPECTED
-    assert_clean_exit(err)
-
-
-def test_crlf_line_endings_keep_line_numbers(project, run):
-    (project.root / "crlf.py").write_bytes(SOURCE.replace("\n", "\r\n").encode("utf-8"))
-    code, out, err = run("check", "crlf.py")
-    assert code == 1
-    assert findings(out, "crlf.py") == EXPECTED
-    assert_clean_exit(err)
-
-
-def test_old_mac_cr_line_endings_keep_line_numbers(project, run):
-    (project.root / "cr.py").write_bytes(SOURCE.replace("\n", "\r").encode("utf-8"))
-    code, out, err = run("check", "cr.py")
-    assert code == 1
-    assert findings(out, "cr.py") == EXPECTED
+    assert findings(out, name) == EXPECTED
     assert_clean_exit(err)
 
 

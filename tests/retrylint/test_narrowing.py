@@ -382,10 +382,10 @@ def test_a_call_word_in_a_docstring_or_a_longer_package_name_is_no_site():
 def test_numbers_assigned_through_comments_and_names_count_and_a_comment_run_is_linear():
     text = "BASE = [  # seconds\n    0.5, 1]\nDELAYS = self.delays = BASE\nNAMES = ['a']\nX = [\n" + "#" * 40 + "\n 'a']\n"
     source = Source(text, ast.parse(text))
-    assert source.assigns_numbers("BASE") and source.assigns_numbers("DELAYS")
-    assert not source.assigns_numbers("NAMES")
+    assert source.assigns("BASE", numbers=True) and source.assigns("DELAYS", numbers=True)
+    assert not source.assigns("NAMES", numbers=True)
     # ``##…`` after a bracket could once be split 2**n ways by the pattern: this returns at once.
-    assert not source.assigns_numbers("X")
+    assert not source.assigns("X", numbers=True)
 
 
 def test_an_exit_only_on_a_test_of_something_else_is_no_way_out_on_success():
