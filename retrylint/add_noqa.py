@@ -16,12 +16,15 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set, TextIO, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
 from .config import Config
 from .engine import Finding, check_source
 from .noqa import _CODE, _LINE
 from .settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .resolver import Resolver
 
 _EOL = re.compile(r"(\r\n|\r|\n)\Z")
 
@@ -39,8 +42,10 @@ class NoqaOutcome:
 
 
 def cmd_add_noqa(args: argparse.Namespace, paths: Sequence[str], settings: Settings, config: Config,
-                 err: TextIO) -> int:
-    """``retrylint check --add-noqa PATHS``: rewrite the files, print ``Added N noqa directives.``"""
+                 err: TextIO, resolver: "Optional[Resolver]" = None) -> int:
+    """``retrylint check --add-noqa PATHS``: rewrite the files, print ``Added N noqa directives.``
+
+    With a ``resolver``, each file gets its own (nearest) configuration, as ``check`` gives it."""
     from .cli import EXIT_CLEAN, EXIT_ERROR, UsageError
     from .discovery import PathNotFound, discover
     from .runner import display_path, ignored_codes, read_for_fix, write_fixed
@@ -49,19 +54,30 @@ def cmd_add_noqa(args: argparse.Namespace, paths: Sequence[str], settings: Setti
         raise UsageError("--add-noqa rewrites files: it cannot read standard input")
     if args.fix or args.diff:
         raise UsageError("--add-noqa cannot be combined with --fix or --diff")
+    unreadable: List[Tuple[str, str]] = []
     try:
-        candidates = discover(paths, settings, config.root, force_exclude=args.force_exclude)
+        candidates = discover(paths, settings, config.root, force_exclude=args.force_exclude,
+                              resolver=resolver, errors=unreadable)
     except PathNotFound as exc:
         raise UsageError(f"path does not exist: {exc}") from None
+    for path, reason in unreadable:
+        err.write(f"retrylint: error: {path}: {reason}\n")
+    failed = bool(unreadable)
+    if not candidates and not unreadable:
+        err.write("retrylint: warning: No Python files found under the given path(s)\n")
     total = 0
-    failed = False
     for candidate in candidates:
         display = display_path(candidate.path)
+        if resolver is not None:
+            scope = resolver.for_file(candidate.path)
+            settings, root = scope.settings, scope.root
+        else:
+            root = config.root
         try:
             text, encoding, bom = read_for_fix(candidate.path)
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             continue  # an RTY001 file: nothing to add a directive to
-        outcome = add_noqa_to_source(text, display, settings, ignored_codes(display, settings, config.root))
+        outcome = add_noqa_to_source(text, display, settings, ignored_codes(display, settings, root))
         if outcome.error:
             err.write(f"retrylint: error: {display}: {outcome.error}\n")
             failed = True
@@ -69,7 +85,12 @@ def cmd_add_noqa(args: argparse.Namespace, paths: Sequence[str], settings: Setti
             err.write(f"retrylint: warning: {display}:{finding.location.line}: could not add a noqa "
                       f"directive that silences {finding.code}\n")
         if outcome.text != text:
-            write_fixed(candidate.path, outcome.text, encoding, bom)
+            try:
+                write_fixed(candidate.path, outcome.text, encoding, bom)
+            except OSError as exc:
+                err.write(f"retrylint: error: {display}: cannot write the noqa directives: {exc.strerror or exc}\n")
+                failed = True
+                continue
             total += outcome.added
     if not args.quiet:
         err.write(f"Added {total} noqa directive{'' if total == 1 else 's'}.\n")

@@ -9,16 +9,20 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .config import Config, ConfigError, find_config, load_config, resolve
 from .discovery import PathNotFound, discover
 from .engine import Finding, SourceError, decode_source
 from .model import Location
-from .output import FORMATS, render, statistics, summary
+from .output import FORMATS, render, statistics, summary, text as text_output
 from .rules import BY_CODE, BY_NAME, RULES, SyntaxErrorRule
-from .runner import RunResult, run_files, run_stdin
+from .runner import RunResult, run_scoped, run_stdin
+from .streams import PipeSafeWriter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .resolver import Resolver
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 DEFAULT_CACHE = ".retrylint_cache"
@@ -48,23 +52,42 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find retries that amplify outages: unbounded, immediate, fixed-delay, "
         "jitter-less or cap-less, retrying permanent errors.",
     )
-    parser.add_argument("--version", action="version", version=f"retrylint {__version__}")
+    parser.add_argument("--version", action="version", version=f"retrylint {__version__}",
+                        help="print retrylint's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     check = sub.add_parser("check", help="check files and directories (default: .)")
     check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories; - reads standard input")
     _common(check)
-    check.add_argument("--select", type=_codes, action="append", metavar="CODES", help="only these codes/prefixes (comma-separated)")
-    check.add_argument("--ignore", type=_codes, action="append", default=[], metavar="CODES", help="skip these codes/prefixes")
-    check.add_argument("--extend-select", type=_codes, action="append", default=[], metavar="CODES", help="add codes to the selection")
-    check.add_argument("--output-format", choices=FORMATS, default="text")
+    check.add_argument("--select", type=_codes, action="append", metavar="CODES",
+                       help="only these codes, prefixes or rule names (comma-separated); replaces the "
+                       "configuration's selection, its ignore list included")
+    check.add_argument("--ignore", type=_codes, action="append", default=[], metavar="CODES",
+                       help="skip these codes/prefixes (added to the configuration's)")
+    check.add_argument("--extend-select", type=_codes, action="append", default=[], metavar="CODES",
+                       help="add codes to the selection")
+    check.add_argument("--exclude", type=_codes, action="append", metavar="PATTERNS",
+                       help="folders and files to skip (comma-separated globs); replaces the configuration's "
+                       "exclude")
+    check.add_argument("--extend-exclude", type=_codes, action="append", default=[], metavar="PATTERNS",
+                       help="more folders and files to skip, added to exclude")
+    check.add_argument("--output-format", choices=FORMATS, default="text",
+                       help="how to print findings: text (ruff's), json, sarif (SARIF 2.1.0) or github "
+                       "(workflow annotations); default: text")
+    check.add_argument("--output-file", "-o", metavar="FILE",
+                       help="write the findings to FILE instead of standard output")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
-    check.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from standard input")
-    check.add_argument("--force-exclude", action="store_true", help="apply exclude patterns to paths named on the command line too")
+    check.add_argument("--show-settings", action="store_true",
+                       help="print the configuration file and resolved settings for the first path, then exit")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="the name of the file read from standard input (its configuration applies)")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclude patterns to paths named on the command line too")
     check.add_argument("--fix", action="store_true", help="apply safe fixes (and unsafe ones with --unsafe-fixes)")
-    check.add_argument("--unsafe-fixes", action="store_true", help="also offer and apply fixes that need a chosen number")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="also offer and apply fixes that need a chosen number or change the delays")
     check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them (implies --fix)")
     check.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                        help="worker processes (default: the machine's CPU count; 1: no workers)")
@@ -79,29 +102,37 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("--all", action="store_true", help="list every rule")
 
     explain = sub.add_parser("explain", help="print each retry site's policy and worst-case schedule")
-    explain.add_argument("target", metavar="PATH[:LINE]", help="a file (or directory), optionally with a line")
+    explain.add_argument("target", metavar="PATH[:LINE[:COL]]",
+                         help="a file (or directory), optionally with a line (and column, as check prints them)")
     _common(explain, quiet="print the sites only: no notices, no \"no retry site found\"")
-    explain.add_argument("--output-format", choices=("text", "json"), default="text")
+    explain.add_argument("--output-format", choices=("text", "json"), default="text",
+                         help="text (default) or json")
+    parser.set_defaults(subparsers={"check": check, "rule": rule, "explain": explain})
     return parser
 
 
 def _common(parser: argparse.ArgumentParser, quiet: str = "print findings only: no summary, no notices") -> None:
-    parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml / retrylint.toml")
+    parser.add_argument("--config", metavar="FILE",
+                        help="use this pyproject.toml / retrylint.toml for every file (default: the nearest one)")
     parser.add_argument("-q", "--quiet", action="store_true", help=quiet)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Reported with the subcommand's usage (``retrylint check --bogus``), not the top level's.
+        args.subparsers[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    out = PipeSafeWriter(sys.stdout)
     try:
         if args.command == "check":
-            return cmd_check(args, sys.stdout, sys.stderr)
+            return cmd_check(args, out, sys.stderr)
         if args.command == "rule":
-            return cmd_rule(args, sys.stdout, sys.stderr)
+            return cmd_rule(args, out, sys.stderr)
         if args.command == "explain":
             from .explain import cmd_explain
 
-            return cmd_explain(args, sys.stdout, sys.stderr)
+            return cmd_explain(args, out, sys.stderr)
     except (ConfigError, UsageError) as exc:
         print(f"retrylint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -113,6 +144,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def load(args: argparse.Namespace, paths: Sequence[str]) -> Config:
+    """The configuration for the first of ``paths`` (the nearest one), or ``--config``."""
     if args.config:
         path = Path(args.config)
         if not path.is_file():
@@ -130,37 +162,102 @@ def _flatten(groups: Optional[List[List[str]]]) -> Optional[List[str]]:
     return [code for group in groups for code in group]
 
 
-def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    paths = list(args.paths) or ["."]
-    config = load(args, paths)
-    settings = resolve(
-        config,
+def resolver_for(args: argparse.Namespace) -> "Resolver":
+    """The configuration of every file: ``--config``, or the nearest one, with the command line on top."""
+    from .resolver import Overrides, Resolver
+
+    config_file = None
+    if args.config:
+        config_file = Path(args.config)
+        if not config_file.is_file():
+            raise UsageError(f"config file not found: {args.config}")
+    overrides = Overrides(
         select=_flatten(args.select),
         ignore=_flatten(args.ignore) or [],
         extend_select=_flatten(args.extend_select) or [],
+        exclude=_flatten(getattr(args, "exclude", None)),
+        extend_exclude=_flatten(getattr(args, "extend_exclude", None)) or [],
     )
+    resolver = Resolver(overrides, config_file)
+    resolver.fallback()  # a broken configuration is an error even when no file is found
+    return resolver
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    paths = list(args.paths) or ["."]
+    resolver = resolver_for(args)
+    if args.statistics and args.output_format not in ("text", "json"):
+        raise UsageError("--statistics prints text or json, not " + args.output_format)
+    if "-" in paths and len(paths) > 1:
+        raise UsageError("'-' (standard input) cannot be combined with other paths")
+    if args.stdin_filename and "-" not in paths:
+        raise UsageError("--stdin-filename needs '-' as the path")
+    if args.show_settings:
+        from .show_settings import show_settings
+
+        first = args.stdin_filename if paths == ["-"] and args.stdin_filename else paths[0]
+        out.write(show_settings(resolver, first))
+        return EXIT_CLEAN
     if args.add_noqa:
         from .add_noqa import cmd_add_noqa
 
-        return cmd_add_noqa(args, paths, settings, config, err)
-    if "-" in paths:
-        if len(paths) > 1:
-            raise UsageError("'-' (standard input) cannot be combined with other paths")
+        scope = resolver.fallback()
+        return cmd_add_noqa(args, paths, scope.settings, scope.config, err, resolver=resolver)
+    if args.output_file:
+        return _to_output_file(args, paths, resolver, err)
+    return _check(args, paths, resolver, out, err)
+
+
+def _to_output_file(args: argparse.Namespace, paths: List[str], resolver, err: TextIO) -> int:
+    try:
+        handle = open(args.output_file, "w", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise UsageError(f"cannot write --output-file {args.output_file}: {exc.strerror or exc}") from None
+    with handle:
+        return _check(args, paths, resolver, handle, err)
+
+
+def _check(args: argparse.Namespace, paths: List[str], resolver, out: TextIO, err: TextIO) -> int:
+    if paths == ["-"]:
+        scope = resolver.for_file(Path(args.stdin_filename)) if args.stdin_filename else resolver.fallback()
+        if args.force_exclude and args.stdin_filename and _stdin_excluded(args.stdin_filename, scope):
+            # As ruff: an excluded file read from standard input is not checked (and --fix echoes it).
+            if args.fix or args.diff:
+                data = sys.stdin.buffer.read()
+                if not args.diff:
+                    out.write(data.decode("utf-8", "surrogateescape"))
+            return EXIT_CLEAN
         if args.fix or args.diff:
-            return _fix_stdin(args, settings, config, out, err)
-        result = _check_stdin(args, settings, config)
+            return _fix_stdin(args, scope.settings, scope.config, out, err)
+        return report(_check_stdin(args, scope.settings, scope.config), args, out, err)
+    from .discovery import PathNotFound, discover
+
+    unreadable: List[Tuple[str, str]] = []
+    fallback = resolver.fallback()
+    try:
+        candidates = discover(paths, fallback.settings, fallback.root, force_exclude=args.force_exclude,
+                              resolver=resolver, errors=unreadable)
+    except PathNotFound as exc:
+        raise UsageError(f"path does not exist: {exc}") from None
+    if not candidates and not unreadable:
+        err.write("retrylint: warning: No Python files found under the given path(s)\n")
+    if args.fix or args.diff:
+        result = RunResult()
+        code = _fix_files(candidates, args, resolver, out, err, result)
     else:
-        if args.stdin_filename:
-            raise UsageError("--stdin-filename needs '-' as the path")
-        try:
-            candidates = discover(paths, settings, config.root, force_exclude=args.force_exclude)
-        except PathNotFound as exc:
-            raise UsageError(f"path does not exist: {exc}") from None
-        if args.fix or args.diff:
-            return _fix_files(candidates, args, settings, config, out, err)
-        result = run_files(candidates, settings, config.root, jobs=args.jobs or os.cpu_count() or 1,
-                           cache=_cache(args, settings, config))
-    return report(result, args, out, err)
+        result = run_scoped(candidates, resolver, jobs=args.jobs or os.cpu_count() or 1,
+                            cache_for=lambda scope: _cache(args, scope.settings, scope.config))
+        code = None
+    result.errors[:0] = unreadable
+    if code is not None:
+        return code if not result.errors else EXIT_ERROR
+    return report(result, args, out, err, fixed=result.fixed)
+
+
+def _stdin_excluded(name: str, scope) -> bool:
+    from .discovery import is_excluded
+
+    return is_excluded(Path(name), tuple(scope.settings.exclude) + tuple(scope.settings.extend_exclude), scope.root)
 
 
 def _cache(args: argparse.Namespace, settings, config: Config):
@@ -172,41 +269,56 @@ def _cache(args: argparse.Namespace, settings, config: Config):
     return Cache.open(Path(directory), settings)
 
 
-def _fix_files(candidates, args: argparse.Namespace, settings, config: Config, out: TextIO, err: TextIO) -> int:
-    """--fix / --diff: fix each file, then report what remains (ruff's behaviour)."""
+def _fix_files(candidates, args: argparse.Namespace, resolver, out: TextIO, err: TextIO, result: RunResult) -> Optional[int]:
+    """--fix / --diff: fix each file, then report what remains (ruff's behaviour).
+
+    Returns the exit code for --diff; None when the caller reports ``result``."""
     import difflib
 
-    from .runner import RunResult, _collect, display_path, fix_source, read_for_fix, write_fixed
+    from .runner import _collect, check_path, display_path, fix_source, read_for_fix, write_fixed
 
-    result = RunResult()
     fixed_total = 0
     changed = 0
     for candidate in candidates:
+        scope = resolver.for_file(candidate.path)
+        settings, root = scope.settings, scope.root
         display = display_path(candidate.path)
         try:
             text, encoding, bom = read_for_fix(candidate.path)
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-            from .runner import check_path
-
-            _collect(result, check_path(candidate.path, display, settings), settings, config.root)
+            _collect(result, check_path(candidate.path, display, settings), settings, root)
             continue
         outcome = fix_source(text, display, settings, args.unsafe_fixes)
+        report_of_file = outcome.report
         if outcome.fixed != outcome.original:
-            changed += 1
-            fixed_total += outcome.applied
             if args.diff:
+                changed += 1
+                fixed_total += outcome.applied
                 out.writelines(difflib.unified_diff(
                     outcome.original.splitlines(keepends=True), outcome.fixed.splitlines(keepends=True),
                     fromfile=display, tofile=display,
                 ))
             else:
-                write_fixed(candidate.path, outcome.fixed, encoding, bom)
-        _collect(result, outcome.report, settings, config.root)
+                try:
+                    write_fixed(candidate.path, outcome.fixed, encoding, bom)
+                except OSError as exc:
+                    # Nothing was fixed: what the file holds is still what it held.
+                    result.errors.append((display, f"cannot write the fixed file: {exc.strerror or exc}"))
+                    report_of_file = check_path(candidate.path, display, settings)
+                else:
+                    changed += 1
+                    fixed_total += outcome.applied
+        _collect(result, report_of_file, settings, root)
     if args.diff:
         if not args.quiet:
             err.write(_would_apply(fixed_total, changed))
+        if result.errors:
+            for path, error in result.errors:
+                err.write(f"retrylint: error: {path}: {error}\n")
+            return EXIT_ERROR
         return EXIT_FINDINGS if changed else EXIT_CLEAN
-    return report(result, args, out, err, fixed=fixed_total)
+    result.fixed = fixed_total
+    return None
 
 
 def _would_apply(fixes: int, files: int) -> str:
@@ -214,14 +326,17 @@ def _would_apply(fixes: int, files: int) -> str:
 
 
 def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, err: TextIO) -> int:
-    """Fix standard input and print the fixed source (as ruff does)."""
-    from .runner import fix_source
+    """Fix standard input and print the fixed source (as ruff does); what remains goes to
+    standard error, since standard output is the source."""
+    from .runner import _collect, fix_source
 
     name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
     try:
-        text = decode_source(sys.stdin.buffer.read())
+        text = decode_source(data)
     except SourceError as exc:
         err.write(f"retrylint: error: {name}: {exc}\n")
+        out.write(data.decode("utf-8", "surrogateescape") if not args.diff else "")
         return EXIT_ERROR
     outcome = fix_source(text, name, settings, args.unsafe_fixes)
     if args.diff:
@@ -234,7 +349,18 @@ def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, 
             err.write(_would_apply(outcome.applied if changed else 0, int(changed)))
         return EXIT_FINDINGS if changed else EXIT_CLEAN
     out.write(outcome.fixed)
-    return EXIT_FINDINGS if outcome.report.findings and not args.exit_zero else EXIT_CLEAN
+    result = RunResult()
+    _collect(result, outcome.report, settings, config.root)
+    remaining = result.findings
+    unsafe = bool(args.unsafe_fixes)
+    err.write(text_output(remaining, unsafe))
+    if not args.quiet:
+        err.write(summary(remaining, unsafe, outcome.applied if outcome.fixed != outcome.original else 0))
+    for path, error in result.errors:
+        err.write(f"retrylint: error: {path}: {error}\n")
+    if result.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if remaining and not args.exit_zero else EXIT_CLEAN
 
 
 def _check_stdin(args: argparse.Namespace, settings, config: Config) -> RunResult:
@@ -255,12 +381,14 @@ def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO
     findings = result.findings
     unsafe = bool(getattr(args, "unsafe_fixes", False))
     if args.statistics:
-        out.write(statistics(findings))
+        out.write(statistics(findings, args.output_format))
     else:
         out.write(render(findings, args.output_format, unsafe))
     if not args.quiet:
         for path, notice in result.notices:
             err.write(f"retrylint: warning: {path}: {notice}\n")
+        for path, warning in result.warnings:
+            err.write(f"retrylint: warning: {path}: {warning}\n")
         if args.output_format == "text" and not args.statistics:
             out.write(summary(findings, unsafe, fixed))
     for path, error in result.errors:

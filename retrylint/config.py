@@ -24,7 +24,10 @@ from .settings import (
     Settings,
 )
 
-CONFIG_FILES = ("pyproject.toml", "retrylint.toml", ".retrylint.toml")
+#: In one folder, the first of these that configures retrylint wins (ruff's order:
+#: ``.ruff.toml`` > ``ruff.toml`` > ``pyproject.toml``). A ``pyproject.toml`` counts only with a
+#: ``[tool.retrylint]`` table; a ``retrylint.toml`` always counts, even empty.
+CONFIG_FILES = (".retrylint.toml", "retrylint.toml", "pyproject.toml")
 
 #: key → (type description, validator)
 _LIST_OF_STR = "a list of strings"
@@ -211,22 +214,36 @@ def resolve(
     select: Optional[Sequence[str]] = None,
     ignore: Sequence[str] = (),
     extend_select: Sequence[str] = (),
+    exclude: Optional[Sequence[str]] = None,
+    extend_exclude: Sequence[str] = (),
 ) -> Settings:
-    """Settings from the file, overridden by the command line (as ruff does)."""
-    chosen = select if select is not None else config.select
-    enabled = expand_codes(chosen, "--select" if select is not None else "select") if chosen is not None else frozenset(BY_CODE)
+    """Settings from the file, overridden by the command line (as ruff does).
+
+    The rule selection is built in two layers, the file's and then the command line's; each
+    layer starts from its ``select`` when it has one (else from the layer before), adds its
+    ``extend-select`` and removes its ``ignore``. So ``--select RTY202`` enables RTY202 even
+    when the file ignores it, and ``--ignore`` removes a rule whatever the file selects."""
+    enabled = frozenset(BY_CODE)
+    if config.select is not None:
+        enabled = expand_codes(config.select, "select")
     enabled |= expand_codes(list(config.extend_select), "extend-select")
-    enabled |= expand_codes(list(extend_select), "--extend-select")
     enabled -= expand_codes(list(config.ignore), "ignore")
+    if select is not None:
+        enabled = expand_codes(select, "--select")
+    enabled |= expand_codes(list(extend_select), "--extend-select")
     enabled -= expand_codes(list(ignore), "--ignore")
+    if exclude is not None:
+        excluded: Tuple[str, ...] = tuple(exclude)
+    else:
+        excluded = tuple(config.exclude) if config.exclude is not None else DEFAULT_EXCLUDE
     per_file: Tuple[Tuple[str, FrozenSet[str]], ...] = tuple(
         (pattern, expand_codes(codes, "per-file-ignores")) for pattern, codes in config.per_file_ignores.items()
     )
     settings = Settings(
         enabled=frozenset(enabled),
         per_file_ignores=per_file,
-        exclude=tuple(config.exclude) if config.exclude is not None else DEFAULT_EXCLUDE,
-        extend_exclude=tuple(config.extend_exclude),
+        exclude=excluded,
+        extend_exclude=tuple(config.extend_exclude) + tuple(extend_exclude),
         respect_gitignore=config.respect_gitignore,
         permanent_exceptions=DEFAULT_PERMANENT_EXCEPTIONS + tuple(config.permanent_exceptions),
         transient_exceptions=tuple(config.transient_exceptions),

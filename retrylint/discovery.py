@@ -7,11 +7,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import pathspec
 
 from .settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .resolver import Resolver
 
 SOURCE_SUFFIXES = (".py",)
 
@@ -27,22 +30,45 @@ class Candidate:
     explicit: bool
 
 
-def discover(paths: Sequence[str], settings: Settings, root: Path, force_exclude: bool = False) -> List[Candidate]:
+def discover(paths: Sequence[str], settings: Settings, root: Path, force_exclude: bool = False,
+             resolver: Optional["Resolver"] = None, errors: Optional[List[Tuple[str, str]]] = None) -> List[Candidate]:
+    """The files to check under ``paths``. With a ``resolver``, each folder's own configuration
+    (the nearest one) decides what is excluded below it; otherwise ``settings`` and ``root`` do.
+    A folder that cannot be read is appended to ``errors`` as (path, reason), never skipped
+    silently (``os.walk`` would)."""
     seen: Dict[Path, Candidate] = {}
-    patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
+
+    def rules(directory: Path) -> _Rules:
+        if resolver is None:
+            return _Rules(tuple(settings.exclude) + tuple(settings.extend_exclude), root, settings.respect_gitignore)
+        scope = resolver.for_directory(directory)
+        return _Rules(tuple(scope.settings.exclude) + tuple(scope.settings.extend_exclude), scope.root,
+                      scope.settings.respect_gitignore)
+
     for raw in paths:
         path = Path(raw)
         if not path.exists() and not path.is_symlink():
             raise PathNotFound(raw)
         if path.is_dir():
-            for found in _walk(path, patterns, settings.respect_gitignore, root):
+            for found in _walk(path, rules, errors):
                 key = Path(os.path.realpath(found)) if not found.is_symlink() else found.absolute()
                 seen.setdefault(key, Candidate(found, False))
         else:
-            if force_exclude and is_excluded(path, patterns, root):
-                continue
+            if force_exclude:
+                here = rules(Path(os.path.abspath(path)).parent)
+                if is_excluded(path, here.patterns, here.root):
+                    continue
             seen.setdefault(path.absolute(), Candidate(path, True))
     return sorted(seen.values(), key=lambda c: str(c.path))
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """What decides exclusion inside one folder."""
+
+    patterns: Tuple[str, ...]
+    root: Path
+    respect_gitignore: bool
 
 
 class _Patterns:
@@ -95,24 +121,34 @@ def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
-def _walk(top: Path, patterns: Sequence[str], respect_gitignore: bool, root: Path) -> Iterable[Path]:
-    ignores: List[Tuple[Path, pathspec.PathSpec]] = _parent_gitignores(top) if respect_gitignore else []
+def _walk(top: Path, rules: Callable[[Path], _Rules], errors: Optional[List[Tuple[str, str]]]) -> Iterable[Path]:
+    top_rules = rules(top)
+    ignores: List[Tuple[Path, pathspec.PathSpec]] = _parent_gitignores(top) if top_rules.respect_gitignore else []
     if _ignored(top, ignores, is_dir=True):
         # Named on the command line although an enclosing repository ignores it (a Python
         # installed under ~/.pyenv/versions): check it, as ruff and git's own tools would.
         ignores = []
-    for directory, dirnames, filenames in os.walk(top, followlinks=False):
+
+    def unreadable(error: OSError) -> None:
+        if errors is not None:
+            name = error.filename if error.filename is not None else str(top)
+            errors.append((os.path.normpath(os.path.relpath(name) if os.path.isabs(name) else str(name)),
+                           f"cannot read directory: {error.strerror or error}"))
+
+    for directory, dirnames, filenames in os.walk(top, followlinks=False, onerror=unreadable):
         here = Path(directory)
-        if respect_gitignore:
+        here_rules = rules(here)
+        if here_rules.respect_gitignore:
             spec = _gitignore(here)
             if spec is not None:
                 ignores = [(base, s) for base, s in ignores if _is_relative_to(here, base)] + [(here, spec)]
             else:
                 ignores = [(base, s) for base, s in ignores if _is_relative_to(here, base)]
+        active = ignores if here_rules.respect_gitignore else []
         kept = []
         for name in sorted(dirnames):
             child = here / name
-            if is_excluded(child, patterns, root, below=top) or _ignored(child, ignores, is_dir=True):
+            if is_excluded(child, here_rules.patterns, here_rules.root, below=top) or _ignored(child, active, is_dir=True):
                 continue
             kept.append(name)
         dirnames[:] = kept
@@ -120,7 +156,7 @@ def _walk(top: Path, patterns: Sequence[str], respect_gitignore: bool, root: Pat
             if not name.endswith(SOURCE_SUFFIXES):
                 continue
             child = here / name
-            if is_excluded(child, patterns, root, below=top) or _ignored(child, ignores, is_dir=False):
+            if is_excluded(child, here_rules.patterns, here_rules.root, below=top) or _ignored(child, active, is_dir=False):
                 continue
             yield child
 

@@ -12,11 +12,12 @@ from .describe import bound_phrase, delay_phrase, number
 from .model import UNKNOWN, CatchKind, DelayKind, RetryPolicy, known
 from .schedule import INF, DelayRange, format_seconds, schedule
 
-_TARGET = re.compile(r"^(?P<path>.+?):(?P<line>\d+)$")
+_TARGET = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?::(?P<column>\d+))?:?$")
 
 
 def parse_target(target: str) -> Tuple[str, Optional[int]]:
-    """``app.py:42`` → (``app.py``, 42); a path that exists as written wins (``C:`` drives, odd names)."""
+    """``app.py:42`` → (``app.py``, 42); ``app.py:42:5`` and ``app.py:42:5:`` (a location as
+    ``check`` prints it) too. A path that exists as written wins (``C:`` drives, odd names)."""
     if Path(target).exists():
         return target, None
     match = _TARGET.match(target)

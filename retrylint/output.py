@@ -6,7 +6,8 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
+from urllib.parse import quote
 
 from . import __version__
 from .engine import Finding
@@ -62,14 +63,29 @@ def _fix_json(finding: Finding):
     }
 
 
-def statistics(findings: Sequence[Finding]) -> str:
+def statistics(findings: Sequence[Finding], fmt: str = "text") -> str:
+    """One entry per rule, most frequent first: a text table, or ruff's JSON statistics."""
     counts = Counter(f.code for f in findings)
+    fixable = {f.code for f in findings if f.fix is not None}
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if fmt == "json":
+        items = [
+            {"code": code, "name": BY_CODE[code].name if code in BY_CODE else "", "count": count,
+             "fixable": code in fixable}
+            for code, count in ordered
+        ]
+        return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
     width = max((len(str(c)) for c in counts.values()), default=1)
     lines = []
-    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+    for code, count in ordered:
         rule = BY_CODE.get(code)
         lines.append(f"{count:>{width}}\t{code}\t{rule.name if rule else ''}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def severity(code: str) -> str:
+    """``error`` for a file that could not be read or parsed (RTY001), ``warning`` otherwise."""
+    return "error" if code == "RTY001" else "warning"
 
 
 def _absolute(path: str) -> str:
@@ -88,7 +104,9 @@ def to_json(findings: Sequence[Finding]) -> str:
             "fix": _fix_json(f),
             "location": {"column": f.location.column, "row": f.location.line},
             "message": f.message,
+            "name": f.name,
             "noqa_row": f.location.line,
+            "severity": severity(f.code),
             "url": f.url,
         }
         for f in findings
@@ -96,14 +114,60 @@ def to_json(findings: Sequence[Finding]) -> str:
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
 
 
-def _uri(path: str) -> str:
-    candidate = Path(path)
-    if candidate.is_absolute():
-        try:
-            return candidate.relative_to(Path.cwd()).as_posix()
-        except ValueError:
-            return candidate.as_uri()
-    return candidate.as_posix()
+def source_root(start: Optional[Path] = None) -> Path:
+    """The repository root above ``start`` (a folder with ``.git``), else ``start`` itself:
+    what SARIF URIs are relative to (``%SRCROOT%``), as code scanning expects."""
+    here = (start or Path.cwd()).absolute()
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory
+    return here
+
+
+def _location_uri(path: str, root: Path) -> Dict[str, str]:
+    """An artifactLocation: relative to ``%SRCROOT%`` when under it, else an absolute file URI
+    (never a ``../`` path, which GitHub cannot place)."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        relative = absolute.relative_to(root)
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+    return {"uri": quote(relative.as_posix()), "uriBaseId": "%SRCROOT%"}
+
+
+class _Lines:
+    """Source lines by path, read once each, for fingerprints."""
+
+    def __init__(self) -> None:
+        self._files: Dict[str, List[str]] = {}
+
+    def line(self, path: str, number: int) -> str:
+        lines = self._files.get(path)
+        if lines is None:
+            try:
+                lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                lines = []
+            self._files[path] = lines
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+def fingerprints(findings: Sequence[Finding], root: Path) -> List[str]:
+    """A fingerprint per finding that survives lines moving: the rule, the file (relative to the
+    root) and the text of the reported line without its indentation, plus which occurrence of
+    that triple it is (``hash:n``, the shape of GitHub's ``primaryLocationLineHash``)."""
+    import hashlib
+
+    lines = _Lines()
+    seen: Counter = Counter()
+    out = []
+    for f in findings:
+        where = _location_uri(f.path, root)["uri"] if f.path != "-" else "-"
+        text = " ".join(lines.line(f.path, f.location.line).split()) if f.path != "-" else ""
+        digest = hashlib.blake2b(f"{f.code}\0{where}\0{text}".encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        seen[digest] += 1
+        out.append(f"{digest}:{seen[digest]}")
+    return out
 
 
 def to_sarif(findings: Sequence[Finding]) -> str:
@@ -125,18 +189,20 @@ def to_sarif(findings: Sequence[Finding]) -> str:
                 "properties": {"tags": ["reliability", "retry"]},
             }
         )
+    root = source_root()
     results = []
-    for f in findings:
+    for f, fingerprint in zip(findings, fingerprints(findings, root)):
+        artifact = _location_uri(f.path, root) if f.path != "-" else {"uri": "stdin"}
         results.append(
             {
                 "ruleId": f.code,
                 "ruleIndex": index[f.code],
-                "level": "error" if f.code == "RTY001" else "warning",
+                "level": severity(f.code),
                 "message": {"text": f.message},
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": _uri(f.path)},
+                            "artifactLocation": artifact,
                             "region": {
                                 "startLine": f.location.line,
                                 "startColumn": f.location.column,
@@ -146,6 +212,7 @@ def to_sarif(findings: Sequence[Finding]) -> str:
                         }
                     }
                 ],
+                "partialFingerprints": {"primaryLocationLineHash": fingerprint},
             }
         )
     log = {
@@ -161,6 +228,7 @@ def to_sarif(findings: Sequence[Finding]) -> str:
                         "rules": rules,
                     }
                 },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
                 "columnKind": "unicodeCodePoints",
                 "results": results,
             }

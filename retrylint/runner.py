@@ -7,7 +7,7 @@ import os
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .discovery import Candidate
 from .engine import FileReport, Finding, check_path, check_source
@@ -15,6 +15,7 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from .cache import Cache
+    from .resolver import Resolver, Scope
 
 
 @dataclass
@@ -23,8 +24,12 @@ class RunResult:
     reports: List[FileReport] = field(default_factory=list)
     #: "could not analyse" notices, one per file: (path, reason)
     notices: List[tuple] = field(default_factory=list)
-    #: internal errors, one per file: (path, reason)
+    #: internal errors, one per file, and what could not be read or written: (path, reason)
     errors: List[tuple] = field(default_factory=list)
+    #: warnings that change nothing found (a noqa naming an unknown code): (path, text)
+    warnings: List[tuple] = field(default_factory=list)
+    #: fixes written by --fix
+    fixed: int = 0
 
     @property
     def files(self) -> int:
@@ -71,7 +76,45 @@ def run_files(
     jobs: int = 1,
     cache: Optional["Cache"] = None,
 ) -> RunResult:
-    """Check every candidate: cached reports first, the rest in ``jobs`` worker processes."""
+    """Check every candidate with one settings: cached reports first, the rest in ``jobs`` workers."""
+    result = RunResult()
+    for report in _reports(candidates, settings, want_policies, jobs, cache):
+        _collect(result, report, settings, root)
+    return result
+
+
+def run_scoped(
+    candidates: Sequence[Candidate],
+    resolver: "Resolver",
+    jobs: int = 1,
+    cache_for: Optional[Callable[["Scope"], Optional["Cache"]]] = None,
+) -> RunResult:
+    """Check every candidate with the settings of its own (nearest) configuration; the result
+    lists files in the candidates' order whatever configuration each one has."""
+    scopes = [resolver.for_file(c.path) for c in candidates]
+    groups: Dict[int, List[int]] = {}
+    for index, scope in enumerate(scopes):
+        groups.setdefault(id(scope), []).append(index)
+    reports: List[Optional[FileReport]] = [None] * len(candidates)
+    for indices in groups.values():
+        scope = scopes[indices[0]]
+        cache = cache_for(scope) if cache_for is not None else None
+        for index, report in zip(indices, _reports([candidates[i] for i in indices], scope.settings, False, jobs, cache)):
+            reports[index] = report
+    result = RunResult()
+    for report, scope in zip(reports, scopes):
+        assert report is not None
+        _collect(result, report, scope.settings, scope.root)
+    return result
+
+
+def _reports(
+    candidates: Sequence[Candidate],
+    settings: Settings,
+    want_policies: bool,
+    jobs: int,
+    cache: Optional["Cache"],
+) -> List[FileReport]:
     from .cache import digest
 
     reports: List[Optional[FileReport]] = [None] * len(candidates)
@@ -98,11 +141,7 @@ def run_files(
             cache.put(candidates[index].path, digests[index], report)
     if cache is not None:
         cache.save()
-    result = RunResult()
-    for report in reports:
-        assert report is not None
-        _collect(result, report, settings, root)
-    return result
+    return [r for r in reports if r is not None]
 
 
 #: Below this many files to analyse, starting worker processes costs more than it saves.
