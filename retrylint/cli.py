@@ -275,7 +275,7 @@ def _fix_files(candidates, args: argparse.Namespace, resolver, out: TextIO, err:
     Returns the exit code for --diff; None when the caller reports ``result``."""
     import difflib
 
-    from .runner import _collect, check_path, display_path, fix_source, read_for_fix, write_fixed
+    from .runner import _collect, check_path, display_path, fix_source, note_noqa_codes, read_for_fix, write_fixed
 
     fixed_total = 0
     changed = 0
@@ -309,6 +309,7 @@ def _fix_files(candidates, args: argparse.Namespace, resolver, out: TextIO, err:
                     changed += 1
                     fixed_total += outcome.applied
         _collect(result, report_of_file, settings, root)
+        note_noqa_codes(result, display, outcome.fixed.encode("utf-8", "surrogatepass"), outcome.fixed)
     if args.diff:
         if not args.quiet:
             err.write(_would_apply(fixed_total, changed))
@@ -328,7 +329,7 @@ def _would_apply(fixes: int, files: int) -> str:
 def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, err: TextIO) -> int:
     """Fix standard input and print the fixed source (as ruff does); what remains goes to
     standard error, since standard output is the source."""
-    from .runner import _collect, fix_source
+    from .runner import _collect, fix_source, note_noqa_codes
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
@@ -356,6 +357,10 @@ def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, 
     err.write(text_output(remaining, unsafe))
     if not args.quiet:
         err.write(summary(remaining, unsafe, outcome.applied if outcome.fixed != outcome.original else 0))
+    if not args.quiet:
+        note_noqa_codes(result, name, outcome.fixed.encode("utf-8", "surrogatepass"), outcome.fixed)
+        for path, warning in result.warnings:
+            err.write(f"retrylint: warning: {path}: {warning}\n")
     for path, error in result.errors:
         err.write(f"retrylint: error: {path}: {error}\n")
     if result.errors:

@@ -102,10 +102,28 @@ def run_scoped(
         for index, report in zip(indices, _reports([candidates[i] for i in indices], scope.settings, False, jobs, cache)):
             reports[index] = report
     result = RunResult()
-    for report, scope in zip(reports, scopes):
+    for candidate, report, scope in zip(candidates, reports, scopes):
         assert report is not None
         _collect(result, report, scope.settings, scope.root)
+        note_noqa_codes(result, report.path, _read_regular(candidate.path))
     return result
+
+
+def _read_regular(path: Path) -> bytes:
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return b""
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def note_noqa_codes(result: RunResult, display: str, data: bytes, text: Optional[str] = None) -> None:
+    """Warn about noqa directives naming a code no rule has (they silence nothing)."""
+    from .noqa_codes import noqa_code_warnings
+
+    for line, message in noqa_code_warnings(data, text):
+        result.warnings.append((f"{display}:{line}", message))
 
 
 def _reports(
@@ -210,6 +228,7 @@ def run_stdin(text: str, filename: Optional[str], settings: Settings, root: Path
     result = RunResult()
     report = check_source(text, filename or "-", settings, want_policies=want_policies)
     _collect(result, report, settings, root)
+    note_noqa_codes(result, filename or "-", text.encode("utf-8", "surrogatepass"), text)
     return result
 
 
