@@ -16,6 +16,7 @@ _EXPORTS = {
     "Timeline": "timeline",
     "SleepRecord": "timeline",
     "RetryGuardTripped": "timeline",
+    "RealSleepDetected": "timeline",
     "FakeDownstream": "downstream",
     "Scenario": "downstream",
     "Outcome": "downstream",
@@ -110,5 +111,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
         transient,
     )
     from .simulation import CapacityModel, ConflictModel, Network, SimulationResult, simulate  # noqa: F401
-    from .timeline import RetryGuardTripped, SleepRecord, Timeline  # noqa: F401
+    from .timeline import RealSleepDetected, RetryGuardTripped, SleepRecord, Timeline  # noqa: F401
     from .trace import Attempt, Trace, capture_trace  # noqa: F401

@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Sequence
 
 from .downstream import FakeDownstream
 from .timeline import format_seconds
-from .trace import Trace, capture_trace
+from .trace import Trace, capture_trace, swallowed_note
 
 __all__ = [
     "RetryCheckFailed",
@@ -51,7 +51,20 @@ def _fail(check: str, problem: str, traces: Sequence[Trace]) -> RetryCheckFailed
     body = "".join(t.schedule() for t in traces[:3])
     if len(traces) > 3:
         body += f"(+{len(traces) - 3} more runs)\n"
-    return RetryCheckFailed(f"retry check '{check}' failed: {problem}\n{body}")
+    return RetryCheckFailed(f"retry check '{check}' failed: {problem}\n{body}{swallowed_note()}")
+
+
+NEVER_CALLED = (
+    "the downstream was never called (0 attempts), so there is nothing to judge: is the code under test "
+    "wired to this fake (its url, or the object itself), and did it run?"
+)
+
+
+def _require_calls(trace: Trace, check: str) -> None:
+    """Zero attempts makes every retry check vacuous: fail and say so rather than pass."""
+    __tracebackhide__ = True
+    if not trace.attempts:
+        raise _fail(check, NEVER_CALLED, [trace])
 
 
 def _limit(name: str, value: Any, *, whole: bool = False) -> None:
@@ -74,6 +87,7 @@ def assert_bounded(run: Any, *, max_attempts: Optional[int] = None, max_total_wa
     _limit("max_total_wait", max_total_wait)
     _limit("max_delay", max_delay)
     trace = trace_of(run)
+    _require_calls(trace, "bounded")
     problems: List[str] = []
     if max_attempts is not None and trace.attempt_count > max_attempts:
         problems.append(f"{trace.attempt_count} attempts, more than max_attempts={max_attempts}")
@@ -109,7 +123,10 @@ def _traces(runs: Sequence[Any], check: str) -> List[Trace]:
     __tracebackhide__ = True
     if not runs:
         raise TypeError(f"{check}() needs at least one run")
-    return [trace_of(r) for r in runs]
+    traces = [trace_of(r) for r in runs]
+    if not any(t.attempts for t in traces):
+        raise _fail(check.replace("assert_", "").replace("_", " "), NEVER_CALLED, traces)
+    return traces
 
 
 def assert_backs_off(*runs: Any, min_growth: float = 1.5) -> List[float]:
@@ -171,6 +188,7 @@ def assert_honours_retry_after(run: Any, *, tolerance: float = 0.0) -> None:
     __tracebackhide__ = True
     _limit("tolerance", tolerance)
     trace = trace_of(run)
+    _require_calls(trace, "honours Retry-After")
     checked = [a for a in trace.attempts if a.retry_after_until is not None]
     if not checked:
         problem = "no retry followed an answer carrying Retry-After, so there is nothing to check"
@@ -194,6 +212,7 @@ def assert_no_retry_on_permanent(run: Any) -> None:
     attempt that got it is the last one."""
     __tracebackhide__ = True
     trace = trace_of(run)
+    _require_calls(trace, "no retry on permanent errors")
     permanent = trace.permanent_failures
     if not permanent:
         raise _fail("no retry on permanent errors", "no attempt got a permanent failure, so there is nothing to check (script one, e.g. permanent=404)", [trace])
@@ -235,6 +254,7 @@ def assert_succeeded(run: Any) -> None:
     """The run ended with a successful attempt and nothing raised."""
     __tracebackhide__ = True
     trace = trace_of(run)
+    _require_calls(trace, "succeeded")
     if trace.outcome == "unknown" and trace.attempts and trace.attempts[-1].ok:
         return
     if not trace.succeeded:

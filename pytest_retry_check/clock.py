@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 
+from .realtime import DEFAULT_MAX_REAL_WAIT
 from .timeline import (
     DEFAULT_MAX_SLEEPS,
     DEFAULT_MAX_VIRTUAL_TIME,
@@ -98,8 +99,20 @@ def _fake_asyncio_sleep(delay: float, result: Any = None) -> Any:
     clock = current_clock()
     if clock is not None and not _caller_ignored(1):
         if not isinstance(delay, bool) and isinstance(delay, (int, float)) and delay > 0:
-            clock.sleep(delay, kind="asyncio.sleep", advance=False, _depth=2)
+            record = clock.sleep(delay, kind="asyncio.sleep", advance=False, _depth=2)
+            if record is not None:
+                return _until_cancelled(_real_asyncio_sleep(delay, result), clock, record)
     return _real_asyncio_sleep(delay, result)
+
+
+async def _until_cancelled(sleeping: Any, clock: "FakeClock", record: Any) -> Any:
+    # A sleep cut short (``wait_for`` timing out, a task cancelled) lasted only until then:
+    # count what elapsed, not what was asked for.
+    try:
+        return await sleeping
+    except asyncio.CancelledError:
+        clock.cut_short(record)
+        raise
 
 
 def _fake_event_wait(self: threading.Event, timeout: Optional[float] = None) -> bool:
@@ -206,7 +219,9 @@ class FakeClock(Timeline):
     2026-01-01T00:00:00Z). ``max_sleeps``/``max_virtual_time``: the forever-retry guard.
     ``seed``: seed ``random`` while active (restored on exit) for reproducible jitter.
     ``io_grace``: real seconds an idle asyncio loop with open sockets waits for I/O before it
-    jumps to its next timer.
+    jumps to its next timer. ``max_real_wait``: real idle seconds between two calls to a fake
+    downstream, while virtual time stands still, that fail the test as a real sleep (a sleep
+    function captured before the clock started); None turns the check off.
     """
 
     def __init__(
@@ -218,9 +233,17 @@ class FakeClock(Timeline):
         seed: Optional[int] = None,
         io_grace: float = 0.002,
         io_wait_limit: float = 10.0,
+        max_real_wait: Optional[float] = DEFAULT_MAX_REAL_WAIT,
     ) -> None:
         __tracebackhide__ = True
         super().__init__(start, max_sleeps=max_sleeps, max_virtual_time=max_virtual_time)
+        if max_real_wait is not None and (isinstance(max_real_wait, bool) or not isinstance(max_real_wait, (int, float)) or not max_real_wait > 0):
+            raise ValueError(f"max_real_wait must be a positive number of real seconds or None, got {max_real_wait!r}")
+        #: Real idle seconds between two downstream calls, with virtual time still, that count
+        #: as a real sleep (a sleep function captured before the clock); None: never check.
+        self.max_real_wait = max_real_wait
+        #: Counts real_waits() entries: a downstream does not judge a gap in which one was used.
+        self.real_wait_entries = 0
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"seed must be an int or None, not {seed!r}")
         for name, value in (("io_grace", io_grace), ("io_wait_limit", io_wait_limit)):
@@ -305,6 +328,7 @@ class FakeClock(Timeline):
             seed=self.seed,
             io_grace=self.io_grace,
             io_wait_limit=self.io_wait_limit,
+            max_real_wait=self.max_real_wait,
         )
 
     def __call__(self, func: F) -> F:
@@ -341,6 +365,7 @@ class FakeClock(Timeline):
         For a test that waits for another thread: ``with fake_clock.real_waits(): done.wait(5)``.
         """
         _local.real = getattr(_local, "real", 0) + 1
+        self.real_wait_entries += 1
         try:
             yield
         finally:

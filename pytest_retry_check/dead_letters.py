@@ -11,7 +11,7 @@ import datetime as _dt
 import importlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .clock import current_clock
 
@@ -43,7 +43,7 @@ class DeadLetter:
     def missing(self) -> List[str]:
         """The context fields that are absent or unusable, with why."""
         problems = []
-        if _blank(self.message):
+        if self.message is None:
             problems.append("original message")
         if _blank(self.reason):
             problems.append("failure reason")
@@ -107,7 +107,8 @@ def _as_mapping(value: Any) -> Optional[Mapping[str, Any]]:
 def _lookup(sources: Sequence[Mapping[str, Any]], name: str) -> Any:
     for source in sources:
         for alias in FIELD_ALIASES[name]:
-            if alias in source and not _blank(source[alias]):
+            # An empty original ({}, "") is still the original: record it as it was sent.
+            if alias in source and (source[alias] is not None if name == "message" else not _blank(source[alias])):
                 return source[alias]
     return None
 
@@ -142,6 +143,24 @@ class DeadLetters:
         self.entries.append(DeadLetter(message, values["reason"], values["attempts"], values["first_received"], clock.now() if clock else None, tuple(args), dict(kwargs)))
 
     __call__ = put = publish = send
+
+    # The list protocol: code that collects dead letters in a list (``dlq.append(msg)``) can be
+    # handed this capture as that list.
+    append = send
+
+    def extend(self, items: Iterable[Any]) -> None:
+        for item in items:
+            self.send(item)
+
+    def insert(self, index: int, item: Any) -> None:
+        self.send(item)
+        self.entries.insert(index, self.entries.pop())
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def __contains__(self, item: Any) -> bool:
+        return any(item is e or item == e or item == e.message for e in self.entries)
 
     def patch(self, target: Any, attribute: Optional[str] = None) -> None:
         """Replace a publish function with this capture until ``restore()`` (the fixture restores
@@ -189,7 +208,9 @@ class DeadLetters:
         from .assertions import RetryCheckFailed
 
         if not self.entries:
-            raise RetryCheckFailed("dead letters: nothing was sent to the dead-letter queue")
+            from .trace import swallowed_note
+
+            raise RetryCheckFailed("dead letters: nothing was sent to the dead-letter queue\n" + swallowed_note())
         problems = []
         for i, entry in enumerate(self.entries, 1):
             missing = entry.missing()

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .assertions import RetryCheckFailed
+from .client_errors import STOP_AFTER, bugs_of, describe_bugs, format_counts, raised_counts
 from .clock import FakeClock
 from .downstream import FakeDownstream, Scenario
 from .population import ASYNC_START, ClientResult, is_async_client, run_async, run_sequential
@@ -156,6 +157,11 @@ class DispersionReport:
     scenario: str = ""
     #: The identical schedule, when there is one shared by more than one client.
     common_schedule: Tuple[float, ...] = field(default=(), repr=False)
+    #: How many clients raised each exception type (giving up by raising, or a bug).
+    raised: Tuple[Tuple[str, int], ...] = ()
+    #: When clients were broken (raised before calling the downstream, or a programming
+    #: error): what they raised, the first with its traceback. Nothing else is judged then.
+    client_error: str = field(default="", repr=False)
 
     # -- numbers ----------------------------------------------------------------------------
     @property
@@ -251,11 +257,15 @@ class DispersionReport:
         )
 
     def describe(self) -> str:
+        if self.client_error:
+            return self.client_error + "\n"
         text = self.summary() + "\n"
         if self.scenario:
             text += f"scenario: {self.scenario}\n"
         if self.where:
             text += f"retry sleeps from: {self.where}\n"
+        if self.raised:
+            text += f"clients that raised: {format_counts(self.raised)}\n"
         return text + self.histogram() + self.table()
 
     def __str__(self) -> str:
@@ -336,6 +346,8 @@ def _quartile_range_high(sorted_values: Sequence[float], z: float = CONFIDENCE_Z
 
 
 def _judge(report: DispersionReport, forever: Optional[str]) -> Tuple[str, ...]:
+    if report.client_error:
+        return (report.client_error.splitlines()[0],)
     limits = report.limits
     problems: List[str] = []
     if forever:
@@ -393,6 +405,8 @@ def _build(
     forever: Optional[str] = None,
     where: str = "",
     scenario: str = "",
+    raised: Tuple[Tuple[str, int], ...] = (),
+    client_error: str = "",
 ) -> DispersionReport:
     relative = tuple(tuple(t - s[0] for t in s) for s in schedules if len(s))
     retrying = [s for s in relative if len(s) > 1]
@@ -408,6 +422,8 @@ def _build(
         where=where,
         scenario=scenario,
         common_schedule=tuple(t / 1e6 for t in common) if identical > 1 else (),
+        raised=raised,
+        client_error=client_error,
     )
     return replace(report, problems=_judge(report, forever))
 
@@ -535,24 +551,31 @@ def _measure_sync(client: Callable[[Any], Any], clients: int, scenario: Scenario
     schedules: List[Tuple[float, ...]] = []
     outcomes: List[str] = []
     where: List[str] = []
+    bugs: List[Tuple[int, BaseException, int]] = []
 
     def downstream_for(index: int) -> FakeDownstream:
         downstream.next_client()
         return downstream
 
-    def after_each(index: int, result: ClientResult) -> None:
+    def after_each(index: int, result: ClientResult) -> bool:
         calls = downstream.calls
         schedules.append(tuple(c.at for c in calls))
         outcomes.append(_outcome(result, calls))
         if not where and result.sleeps:
             where.append(_first_sleep_site(result.sleeps))
+        bugs.extend(bugs_of([result], [len(calls)]))
+        return len(bugs) >= STOP_AFTER
 
     try:
         with clock:
             results = run_sequential(client, clients, downstream_for, clock=clock, after_each=after_each)
     finally:
         downstream.close()
-    return _build(schedules, limits, outcomes=outcomes, forever=_forever(results), where=where[0] if where else "", scenario=described)
+    client_error = describe_bugs(bugs, len(results), clients, stopped=len(results) < clients and results[-1].outcome != "guard") if bugs else ""
+    return _build(
+        schedules, limits, outcomes=outcomes, forever=_forever(results), where=where[0] if where else "", scenario=described,
+        raised=raised_counts([r.error for r in results if r.outcome == "raised"]), client_error=client_error,
+    )
 
 
 def _measure_async(client: Callable[[Any], Any], clients: int, scenario: Scenario, limits: DispersionLimits, max_attempts: int, horizon: float, described: str) -> DispersionReport:
@@ -572,7 +595,12 @@ def _measure_async(client: Callable[[Any], Any], clients: int, scenario: Scenari
     forever = _forever(results)
     if forever is None and unfinished:
         forever = f"{len(unfinished)} client(s) were still retrying after {format_seconds(horizon)} of virtual time (first: #{unfinished[0]})"
-    return _build(schedules, limits, outcomes=outcomes, forever=forever, where=_first_sleep_site(clock.sleeps), scenario=described)
+    bugs = bugs_of(results, [len(d.calls) for d in downstreams])
+    return _build(
+        schedules, limits, outcomes=outcomes, forever=forever, where=_first_sleep_site(clock.sleeps), scenario=described,
+        raised=raised_counts([r.error for r in results if r.outcome == "raised"]),
+        client_error=describe_bugs(bugs, clients, clients, stopped=False) if bugs else "",
+    )
 
 
 def dispersion_of(runs: Iterable[Any], *, limits: Optional[DispersionLimits] = None, **options: Any) -> DispersionReport:
@@ -619,6 +647,9 @@ def assert_dispersed(client: Any, **options: Any) -> DispersionReport:
 
 
 def failure_message(report: DispersionReport) -> str:
+    if report.client_error:
+        head = f"scenario: {report.scenario}\n" if report.scenario else ""
+        return f"retry check 'dispersed' failed: {report.client_error}\n{head}"
     lines = ["retry check 'dispersed' failed: clients that failed together retry together (a thundering herd)"]
     lines += [f"- {p}" for p in report.problems]
     head = report.summary() + "\n"

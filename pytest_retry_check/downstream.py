@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .clock import FakeClock, current_clock
-from .timeline import RetryGuardTripped, Timeline, format_seconds
+from .timeline import RealSleepDetected, RetryGuardTripped, Timeline, format_seconds
 
 __all__ = [
     "CallRecord",
@@ -340,6 +340,7 @@ class FakeDownstream:
         self._lock = threading.Lock()
         self._server: Any = None
         self._closed = False
+        self._real_mark: Optional[Tuple[float, int, float]] = None  # (real idle, real_waits entries, virtual time) at the last call
 
     # -- the clock --------------------------------------------------------------------------
     @property
@@ -373,12 +374,31 @@ class FakeDownstream:
             at = clock.now()
             if number > self.max_calls:
                 raise self._trip(clock, number)
+            self._check_real_time(clock, number, at)
             recent = 1 + sum(1 for c in reversed(self.calls[-(self.scenario.capacity or 0) - 1 :]) if c.at > at - 1.0)
             outcome = self.scenario.outcome_for(number, at, recent)
             until = _retry_after_until(outcome, at, transport, clock)
             record = CallRecord(number, at, outcome, transport, until, method, path, tuple(args), dict(kwargs or {}))
             self.calls.append(record)
             return record
+
+    def _check_real_time(self, clock: Timeline, number: int, at: float) -> None:
+        """Fail when real time passed since the previous call while virtual time did not."""
+        __tracebackhide__ = True
+        limit = getattr(clock, "max_real_wait", None)
+        if limit is None:
+            return
+        from . import realtime
+
+        idle, entries = realtime.idle_seconds(), getattr(clock, "real_wait_entries", 0)
+        previous, self._real_mark = self._real_mark, (idle, entries, at)
+        if previous is None or not self.calls or previous[1] != entries:
+            return
+        real, virtual = idle - previous[0], at - previous[2]
+        if real > limit and virtual < real / 2:
+            message = realtime.real_sleep_message(self.name, number - 1, number, real, virtual)
+            clock.tripped = RealSleepDetected(message)
+            raise clock.tripped
 
     def _trip(self, clock: Timeline, number: int) -> RetryGuardTripped:
         calls = self.calls

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List
 
 import pytest
@@ -150,11 +151,26 @@ def herd_check(request: pytest.FixtureRequest) -> "HerdCheck":
         pytest.fail(f"herd_check: {exc}", pytrace=False)
 
 
+def _swallowed() -> List[BaseException]:
+    # Only once a capture_trace ran in this process: a suite that never uses one imports nothing.
+    trace = sys.modules.get("pytest_retry_check.trace")
+    return trace.SWALLOWED if trace is not None else []  # type: ignore[attr-defined]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    del _swallowed()[:]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
     report = yield
     if report.when == "call" and any(name in getattr(item, "funcargs", {}) for name in FIXTURES):
         item.stash[_CALL_REPORT] = report
+    swallowed = _swallowed()
+    if report.failed and swallowed:
+        from .trace import describe_swallowed
+
+        report.sections.append(("exceptions swallowed by capture_trace (recorded as the run raising)", describe_swallowed(swallowed)))
     return report
 
 

@@ -87,11 +87,12 @@ def run_sequential(
     downstream_for: Callable[[int], Any],
     *,
     clock: FakeClock,
-    after_each: Optional[Callable[[int, ClientResult], None]] = None,
+    after_each: Optional[Callable[[int, ClientResult], Optional[bool]]] = None,
 ) -> List[ClientResult]:
     """Run ``client(downstream_for(i))`` for each client on a fresh timeline of ``clock``.
 
-    Stops at the first client that trips the forever-retry guard: the verdict is in.
+    Stops at the first client that trips the forever-retry guard, or when ``after_each``
+    returns True: the verdict is in.
     """
     __tracebackhide__ = True
     _check_client(client, clients)
@@ -117,9 +118,8 @@ def run_sequential(
             _CLIENT.reset(token)
         result = ClientResult(index, outcome, error, clock.now(), tuple(clock.sleeps))
         results.append(result)
-        if after_each is not None:
-            after_each(index, result)
-        if outcome == "guard":
+        stop = after_each(index, result) if after_each is not None else False
+        if outcome == "guard" or stop:
             break
     return results
 

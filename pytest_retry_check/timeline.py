@@ -13,13 +13,14 @@ import os
 import sys
 import sysconfig
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Sequence, Union
 
 __all__ = [
     "DEFAULT_MAX_SLEEPS",
     "DEFAULT_MAX_VIRTUAL_TIME",
     "DEFAULT_START",
+    "RealSleepDetected",
     "RetryGuardTripped",
     "SleepRecord",
     "Timeline",
@@ -42,6 +43,11 @@ class RetryGuardTripped(BaseException):
     """
 
 
+class RealSleepDetected(RetryGuardTripped):
+    """The code under test waited for real while the fake clock ran (a sleep function captured
+    before the clock started). A ``BaseException`` like the guard, for the same reason."""
+
+
 @dataclass(frozen=True)
 class SleepRecord:
     """One sleep the code under test asked for."""
@@ -52,9 +58,18 @@ class SleepRecord:
     kind: str  # "time.sleep", "asyncio.sleep", "Event.wait", ...
     where: str  # the first frame outside the standard library and installed packages
     caller: str  # the frame that called the sleep function itself
+    #: Set when the sleep was cut short (cancelled): what was asked for; ``seconds`` is then
+    #: what really elapsed.
+    requested: Optional[float] = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.requested is not None
 
     def __str__(self) -> str:
-        return f"#{self.number} at +{format_seconds(self.at)} {self.kind}({self.seconds:g}) from {self.where}"
+        cut = f", cancelled after {self.seconds:g}" if self.cancelled else ""
+        asked = self.requested if self.requested is not None else self.seconds
+        return f"#{self.number} at +{format_seconds(self.at)} {self.kind}({asked:g}{cut}) from {self.where}"
 
 
 def format_seconds(seconds: float) -> str:
@@ -213,10 +228,11 @@ class Timeline:
         return sum(s.seconds for s in self.sleeps)
 
     # -- moving it --------------------------------------------------------------------------
-    def sleep(self, seconds: object, *, kind: str = "sleep", advance: bool = True, _depth: int = 1) -> None:
+    def sleep(self, seconds: object, *, kind: str = "sleep", advance: bool = True, _depth: int = 1) -> SleepRecord:
         """Record a sleep and advance virtual time by it; trips the guard past its limits.
 
         ``advance=False`` only records it: an asyncio loop moves the time when the timer is due.
+        Returns the record.
         """
         __tracebackhide__ = True
         seconds = validate_sleep(seconds)
@@ -236,6 +252,16 @@ class Timeline:
             self.sleeps.append(record)
             if advance:
                 self._advance_us(_to_us(seconds))
+            return record
+
+    def cut_short(self, record: SleepRecord) -> None:
+        """The sleep ``record`` ended now, before its time (cancelled): record what elapsed."""
+        with self._lock:
+            index = record.number - 1
+            if index < len(self.sleeps) and self.sleeps[index] is record:  # not since reset()
+                elapsed = min(record.seconds, max(0.0, self.now() - record.at))
+                if elapsed < record.seconds:
+                    self.sleeps[index] = replace(record, seconds=elapsed, requested=record.seconds)
 
     def advance(self, seconds: float) -> None:
         """Move virtual time forward without recording a sleep (a timer firing, time passing)."""
@@ -302,9 +328,10 @@ def format_schedule(records: Sequence[SleepRecord], *, head: int = 10, tail: int
         if record is None:
             lines.append(f"  {'...':>5}  ({len(records) - head - tail} more)")
             continue
+        cut = f" (cancelled: asked for {format_seconds(record.requested)})" if record.requested is not None else ""
         lines.append(
             f"  {record.number:>5}  {'+' + format_seconds(record.at):>14}  {format_seconds(record.seconds):>12}  "
-            f"{record.kind:<13}  {record.where}"
+            f"{record.kind:<13}  {record.where}{cut}"
         )
     return "\n".join(lines) + "\n"
 

@@ -126,14 +126,59 @@ class Trace:
         return self.schedule()
 
 
+#: Exceptions a ``capture_trace`` block swallowed in the running test, newest last. The plugin
+#: clears it before each test and shows it under any failure of the test: a bug swallowed as
+#: "the code gave up by raising" must not stay invisible.
+SWALLOWED: List[BaseException] = []
+_SWALLOWED_KEPT = 20
+
+
+def _never_swallowed(exc: BaseException, catch: Any) -> bool:
+    """Assertions (the test's own, or a retry check) and pytest outcomes (fail, skip, exit)
+    always propagate, unless ``catch`` names an ``AssertionError`` type explicitly; so does the
+    retry guard."""
+    from .timeline import RetryGuardTripped
+
+    if isinstance(exc, RetryGuardTripped) or not isinstance(exc, Exception):
+        return True  # pytest's outcomes are BaseExceptions, like KeyboardInterrupt
+    if isinstance(exc, AssertionError):
+        named = catch if isinstance(catch, tuple) else (catch,)
+        return not any(isinstance(t, type) and issubclass(t, AssertionError) for t in named)
+    return False
+
+
+def describe_swallowed(exceptions: Sequence[BaseException]) -> str:
+    """Each swallowed exception with its traceback, for a failure report."""
+    import traceback
+
+    parts = []
+    for number, exc in enumerate(exceptions, 1):
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        parts.append(f"#{number}: {text}")
+    return "\n".join(parts)
+
+
+def swallowed_note() -> str:
+    """A line for a failure message when a capture_trace swallowed something in this test."""
+    if not SWALLOWED:
+        return ""
+    last = SWALLOWED[-1]
+    return (
+        f"note: capture_trace swallowed {len(SWALLOWED)} exception(s) in this test (recorded as the run raising); "
+        f"the last: {type(last).__name__}: {last}\n"
+    )
+
+
 class capture_trace:
     """Watch a run of retry code: ``with capture_trace(downstream) as run: client.fetch()``.
 
     Afterwards ``run.trace`` is the :class:`Trace`. An exception that is an instance of
     ``catch`` (default ``Exception``) is recorded as the outcome "raised" and not re-raised:
     giving up by raising is a legitimate end. Anything else propagates (the trace is still
-    set). ``dead_letters`` (a :class:`~pytest_retry_check.dead_letters.DeadLetters`) lets the
-    trace see a give-up into the dead-letter queue.
+    set), and so do ``AssertionError`` s (unless ``catch`` names one), pytest's outcomes and the
+    retry guard. A swallowed exception is shown, with its traceback, under any later failure
+    of the test. ``dead_letters`` (a :class:`~pytest_retry_check.dead_letters.DeadLetters`) lets
+    the trace see a give-up into the dead-letter queue.
     """
 
     def __init__(
@@ -167,7 +212,10 @@ class capture_trace:
         clock = self._clock
         sleeps = clock.sleeps[self._sleeps :] if clock is not None else []
         letters = self.dead_letters.entries[self._letters :] if self.dead_letters is not None else []
-        caught = exc is not None and isinstance(exc, self.catch)
+        caught = exc is not None and isinstance(exc, self.catch) and not _never_swallowed(exc, self.catch)
+        if caught:
+            SWALLOWED.append(exc)  # type: ignore[arg-type]
+            del SWALLOWED[:-_SWALLOWED_KEPT]
         if letters:
             outcome = "dead-lettered"
         elif exc is not None:

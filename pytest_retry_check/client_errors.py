@@ -1,0 +1,78 @@
+"""Telling the herd check's clients giving up (fine) from clients that are broken (not a herd).
+
+A client that raises is usually giving up after its retries: a legitimate end. But a client that
+raises before it ever called the downstream, or raises a programming error (a ``TypeError`` from
+a bad argument, an ``AttributeError`` from a typo), was never exercising its retry policy: the
+check must say "the client under test raised", with the traceback, and not judge a herd.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import traceback
+from typing import List, Optional, Sequence, Tuple
+
+#: Exceptions that mean the code is wrong, whatever the downstream answered.
+PROGRAMMING_ERRORS = (
+    TypeError,
+    AttributeError,
+    NameError,
+    ImportError,
+    AssertionError,
+    NotImplementedError,
+    RecursionError,
+    SyntaxError,
+)
+
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+#: Stop running clients after this many broken ones: the verdict is in, and each may be slow.
+STOP_AFTER = 20
+
+
+def is_client_bug(error: Optional[BaseException], calls: int) -> bool:
+    """True when a client's exception says the client is broken rather than giving up."""
+    if error is None:
+        return False
+    return calls == 0 or isinstance(error, PROGRAMMING_ERRORS)
+
+
+def raised_counts(errors: Sequence[Optional[BaseException]]) -> Tuple[Tuple[str, int], ...]:
+    """How many clients raised each exception type, most common first."""
+    counts = collections.Counter(type(e).__name__ for e in errors if e is not None)
+    return tuple(counts.most_common())
+
+
+def describe_bugs(bugs: Sequence[Tuple[int, BaseException, int]], ran: int, clients: int, stopped: bool) -> str:
+    """``bugs``: (client index, exception, calls made). The first one with its traceback, then counts."""
+    index, first, calls = bugs[0]
+    kinds = collections.Counter(type(e).__name__ for _, e, _ in bugs)
+    names = " and ".join(f"{n} {name}" for name, n in kinds.most_common())
+    of = f"of the first {ran} clients (stopped there)" if stopped else f"of {clients} clients"
+    lines = [
+        f"the client under test raised {type(first).__name__}: {len(bugs)} {of} raised {names}"
+        + (", before calling the downstream" if calls == 0 else ""),
+        "this is a bug in the client or the test, not a herd: no retry policy was judged.",
+        f"client #{index} (after {calls} call(s) to the downstream):",
+    ]
+    tb = first.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(_OWN_DIR):
+        tb = tb.tb_next  # start at the client, not at our runner
+    text = "".join(traceback.format_exception(type(first), first, tb))
+    lines.append("  " + text.rstrip("\n").replace("\n", "\n  "))
+    return "\n".join(lines)
+
+
+def format_counts(counts: Sequence[Tuple[str, int]]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in counts)
+
+
+def bugs_of(results: Sequence[object], calls: Sequence[int]) -> List[Tuple[int, BaseException, int]]:
+    """(index, exception, calls) of the broken clients among ``results`` (ClientResults)."""
+    found = []
+    for result, made in zip(results, calls):
+        error = getattr(result, "error", None)
+        if getattr(result, "outcome", "") == "raised" and is_client_bug(error, made):
+            found.append((result.index, error, made))  # type: ignore[attr-defined]
+    return found
