@@ -29,6 +29,7 @@ from .realtime import DEFAULT_MAX_REAL_WAIT
 from .timeline import (
     DEFAULT_MAX_SLEEPS,
     DEFAULT_MAX_VIRTUAL_TIME,
+    RetryGuardTripped,
     StartLike,
     Timeline,
 )
@@ -209,6 +210,13 @@ class _ProcessPatches:
         freezegun.api.call_stack_inspection_limit = self._freezegun_limit
 
 
+class ExpectedTrip:
+    """What ``FakeClock.expect_trip()`` gives: ``value`` is the guard's exception once it tripped."""
+
+    value: Optional[RetryGuardTripped] = None
+    sleeps: List[Any] = []
+
+
 class FakeClock(Timeline):
     """Virtual time for the whole process while active.
 
@@ -370,6 +378,27 @@ class FakeClock(Timeline):
             yield
         finally:
             _local.real -= 1
+
+    @contextlib.contextmanager
+    def expect_trip(self) -> Iterator["ExpectedTrip"]:
+        """The code inside is expected to trip the guard (a forever-retry test):
+        ``with fake_clock.expect_trip() as trip: retry_forever()``. Fails if it does not, or if
+        the code swallowed the trip. Afterwards ``trip.value`` is the :class:`RetryGuardTripped`,
+        ``trip.sleeps`` the sleeps until then, and the clock is reset (``now()`` from 0, a fresh
+        guard) so the test can go on."""
+        __tracebackhide__ = True
+        box = ExpectedTrip()
+        before = self.tripped
+        try:
+            yield box
+        except RetryGuardTripped as exc:
+            box.value, box.sleeps = exc, list(self.sleeps)
+            self.reset()  # a fresh guard, so the test can go on
+            return
+        if self.tripped is not None and self.tripped is not before:
+            swallowed, self.tripped = self.tripped, None
+            raise AssertionError(f"the retry guard tripped as expected, but the code under test swallowed it:\n{swallowed}")
+        raise AssertionError("expected the retry guard to trip, but the code under test stopped on its own")
 
     # -- asyncio's view ---------------------------------------------------------------------
     def add_busy_probe(self, probe: Callable[[], bool]) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .clock import FakeClock, current_clock
-from .timeline import RealSleepDetected, RetryGuardTripped, Timeline, format_seconds
+from .timeline import CALL_GUARD_HINT, RealSleepDetected, RetryGuardTripped, Timeline, format_seconds, raised
 
 __all__ = [
     "CallRecord",
@@ -397,14 +397,14 @@ class FakeDownstream:
         real, virtual = idle - previous[0], at - previous[2]
         if real > limit and virtual < real / 2:
             message = realtime.real_sleep_message(self.name, number - 1, number, real, virtual)
-            clock.tripped = RealSleepDetected(message)
+            clock.tripped = raised(RealSleepDetected, message)
             raise clock.tripped
 
     def _trip(self, clock: Timeline, number: int) -> RetryGuardTripped:
         calls = self.calls
         shown = calls if len(calls) <= 15 else calls[:10] + calls[-5:]
         extra = f"calls to {self.name} ({len(calls)}, first and last shown):\n{describe_calls(shown)}\n"
-        return clock.trip(f"{number} calls to {self.name} exceed max_calls={self.max_calls}", extra=extra)
+        return clock.trip(f"{number} calls to {self.name} exceed max_calls={self.max_calls}", extra=extra, hint=CALL_GUARD_HINT)
 
     def _callable_result(self, record: CallRecord) -> Any:
         outcome = record.outcome

@@ -170,7 +170,14 @@ class DownstreamHTTPServer:
             return
         self._interrupted = True
         message = str(exc)
-        tripped = type("RetryGuardTripped", (RetryGuardTripped,), {"__init__": lambda self, *_: RetryGuardTripped.__init__(self, message), "__module__": RetryGuardTripped.__module__})
+        clock = self.downstream.clock
+
+        def init(self: BaseException, *_: Any) -> None:
+            RetryGuardTripped.__init__(self, message)
+            clock.tripped = self  # type: ignore[assignment]  # the one the test sees (and may expect)
+
+        base = type(exc) if isinstance(exc, RetryGuardTripped) else RetryGuardTripped
+        tripped = type(base.__name__, (base,), {"__init__": init, "__module__": base.__module__, "__qualname__": base.__qualname__})
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.owner), ctypes.py_object(tripped))
 
     def wait_readable(self, conn: socket.socket) -> bool:

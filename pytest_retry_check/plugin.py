@@ -35,11 +35,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(name, help_text, default=default)
 
 
+#: The forever-retry guard's sleep limit in a hypothesis ``@given`` test, unless set on the
+#: marker or in the ini file: each example that retries forever runs to the limit, and
+#: shrinking runs hundreds of them (at 1,000 sleeps a forever-retry took ~25 s to report).
+GIVEN_MAX_SLEEPS = 100
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # Checked once here: a bad value is one start-up error, not one error per test.
+    for name in _INI:
+        _ini_number(config, name, float if name == "retry_check_max_virtual_time" else int)
     config.addinivalue_line(
         "markers",
-        "fake_clock(start=None, max_sleeps=1000, max_virtual_time=2592000, seed=None, io_grace=0.002): "
-        "settings of the fake_clock fixture (pytest_retry_check)",
+        "fake_clock(start=None, max_sleeps=1000, max_virtual_time=2592000, max_calls=10000, seed=None, io_grace=0.002, "
+        "io_wait_limit=10.0, max_real_wait=1.0): settings of the fake_clock fixture and of the fake_downstream "
+        f"fixture's call limit (pytest_retry_check); under hypothesis' @given max_sleeps defaults to {GIVEN_MAX_SLEEPS}",
     )
     config.addinivalue_line(
         "markers",
@@ -51,9 +61,25 @@ def pytest_configure(config: pytest.Config) -> None:
 def _ini_number(config: pytest.Config, name: str, kind: Callable[[str], Any]) -> Any:
     raw = config.getini(name)
     try:
-        return kind(str(raw).strip())
+        value = kind(str(raw).strip())
     except ValueError:
         raise pytest.UsageError(f"ini option {name} = {raw!r} is not a {'whole number' if kind is int else 'number'}") from None
+    if not value > 0:
+        raise pytest.UsageError(f"ini option {name} = {raw!r} must be > 0")
+    return value
+
+
+def _marker_settings(request: pytest.FixtureRequest) -> Dict[str, Any]:
+    marker = request.node.get_closest_marker("fake_clock")
+    if marker is None:
+        return {}
+    if marker.args:
+        pytest.fail("@pytest.mark.fake_clock takes keyword arguments only, e.g. fake_clock(max_sleeps=50)", pytrace=False)
+    return dict(marker.kwargs)
+
+
+def _under_given(request: pytest.FixtureRequest) -> bool:
+    return bool(getattr(getattr(request.node, "obj", None), "is_hypothesis_test", False))
 
 
 def _clock_settings(request: pytest.FixtureRequest) -> Dict[str, Any]:
@@ -61,12 +87,20 @@ def _clock_settings(request: pytest.FixtureRequest) -> Dict[str, Any]:
         "max_sleeps": _ini_number(request.config, "retry_check_max_sleeps", int),
         "max_virtual_time": _ini_number(request.config, "retry_check_max_virtual_time", float),
     }
-    marker = request.node.get_closest_marker("fake_clock")
-    if marker is not None:
-        if marker.args:
-            pytest.fail("@pytest.mark.fake_clock takes keyword arguments only, e.g. fake_clock(max_sleeps=50)", pytrace=False)
-        settings.update(marker.kwargs)
+    marker = _marker_settings(request)
+    marker.pop("max_calls", None)  # the fake_downstream fixture's
+    explicit = "max_sleeps" in marker or str(request.config.getini("retry_check_max_sleeps")).strip() != _INI["retry_check_max_sleeps"][1]
+    settings.update(marker)
+    if not explicit and _under_given(request):
+        settings["max_sleeps"] = min(settings["max_sleeps"], GIVEN_MAX_SLEEPS)
     return settings
+
+
+GIVEN_HINT = (
+    f"Under hypothesis' @given the limit defaults to max_sleeps={GIVEN_MAX_SLEEPS} (each example that retries forever "
+    "runs to it, and shrinking runs hundreds); raise it with @pytest.mark.fake_clock(max_sleeps=...) if this much "
+    "retrying is intended."
+)
 
 
 @pytest.fixture
@@ -75,17 +109,21 @@ def fake_clock(request: pytest.FixtureRequest) -> Generator["FakeClock", None, N
     fails fast. Configure with ``@pytest.mark.fake_clock(...)``."""
     from .clock import FakeClock
 
+    settings = _clock_settings(request)
     try:
-        clock = FakeClock(**_clock_settings(request))
+        clock = FakeClock(**settings)
     except (TypeError, ValueError) as exc:
         pytest.fail(f"fake_clock: {exc}", pytrace=False)
+    if _under_given(request) and settings["max_sleeps"] == GIVEN_MAX_SLEEPS:
+        clock.hint = GIVEN_HINT
     clock.start()
     try:
         yield clock
     finally:
         clock.stop()
     report = request.node.stash.get(_CALL_REPORT, None)
-    if clock.tripped is not None and report is not None and report.passed:
+    expected = clock.tripped is not None and clock.tripped.expected_by_test  # caught by pytest.raises
+    if clock.tripped is not None and not expected and report is not None and report.passed:
         pytest.fail(f"the retry guard tripped but the code under test swallowed it:\n{clock.tripped}", pytrace=False)
 
 
@@ -116,7 +154,8 @@ class DownstreamFactory:
 def fake_downstream(fake_clock: "FakeClock", request: pytest.FixtureRequest) -> Generator[DownstreamFactory, None, None]:
     """A factory of scripted failing downstreams (callable, async and HTTP) on the fake clock:
     ``ds = fake_downstream(fail_first=2)``."""
-    factory = DownstreamFactory(fake_clock, _ini_number(request.config, "retry_check_max_calls", int))
+    max_calls = _marker_settings(request).get("max_calls", _ini_number(request.config, "retry_check_max_calls", int))
+    factory = DownstreamFactory(fake_clock, max_calls)
     try:
         yield factory
     finally:
@@ -204,10 +243,13 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
         if "fake_clock" in values:
             values["fake_clock"].reset()
 
+    tripped = [False]
+
     def fail_instead(exc: RetryGuardTripped) -> None:
         # Hypothesis only shrinks (and reports the falsifying example of) failures it can
         # catch; the guard is a BaseException so that retry loops cannot catch it.
         __tracebackhide__ = True
+        tripped[0] = True
         raise RetryGuardExample(str(exc)) from None
 
     inner = test.hypothesis.inner_test
@@ -235,10 +277,35 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
 
     test.hypothesis.inner_test = per_example
     undo_settings = _allow_our_function_scoped_fixtures(item, test)
+    undo_tracing = _no_tracing_after_a_trip(tripped)
 
     def undo() -> None:
         test.hypothesis.inner_test = inner
         undo_settings()
+        undo_tracing()
+
+    return undo
+
+
+def _no_tracing_after_a_trip(tripped: List[bool]) -> Callable[[], None]:
+    """After a first failure hypothesis runs every example under a line tracer (to explain the
+    failure); a forever-retry example then costs ~10x more, and shrinking one took seconds.
+    Once the guard tripped, examples run untraced (hypothesis supports patching this method)."""
+    try:
+        from hypothesis.core import StateForActualGivenExecution
+    except ImportError:
+        return lambda: None
+    original = StateForActualGivenExecution.__dict__.get("_should_trace")
+    if original is None:
+        return lambda: None
+
+    def _should_trace(self: Any) -> bool:
+        return False if tripped[0] else original(self)
+
+    StateForActualGivenExecution._should_trace = _should_trace  # type: ignore[method-assign]
+
+    def undo() -> None:
+        StateForActualGivenExecution._should_trace = original  # type: ignore[method-assign]
 
     return undo
 

@@ -8,6 +8,7 @@ wired into ``time``/``asyncio``/``datetime`` through freezegun.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import math
 import os
 import sys
@@ -25,6 +26,7 @@ __all__ = [
     "SleepRecord",
     "Timeline",
     "format_seconds",
+    "raised",
 ]
 
 # Fixed, not "now": the same virtual dates in every run make failures reproducible.
@@ -32,15 +34,67 @@ DEFAULT_START = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
 DEFAULT_MAX_SLEEPS = 1000
 DEFAULT_MAX_VIRTUAL_TIME = 30 * 24 * 3600.0
 
+SLEEP_GUARD_HINT = (
+    "Raise the limit if this much retrying is intended: @pytest.mark.fake_clock(max_sleeps=..., max_virtual_time=...) "
+    "on the test, the ini options retry_check_max_sleeps / retry_check_max_virtual_time, or FakeClock(max_sleeps=..., "
+    "max_virtual_time=...)."
+)
+CALL_GUARD_HINT = (
+    "Raise the limit if this many calls are intended: @pytest.mark.fake_clock(max_calls=...) on the test, "
+    "fake_downstream(..., max_calls=...), the ini option retry_check_max_calls, or FakeDownstream(max_calls=...)."
+)
+
 StartLike = Union[None, str, _dt.datetime, _dt.date, float, int]
 
 
-class RetryGuardTripped(BaseException):
+class _SeesPytestRaises(type):
+    """Notices ``pytest.raises(RetryGuardTripped)`` catching a trip, which makes the trip
+    expected: pytest checks the type with ``isinstance`` in Python (this hook), whereas an
+    ``except`` clause in the code under test matches in C without asking."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        matched = super().__instancecheck__(instance)
+        if matched and _called_from_pytest():
+            try:
+                instance.expected_by_test = True  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        return matched
+
+
+def _called_from_pytest() -> bool:
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            return False
+        if (frame.f_globals.get("__name__") or "").startswith("_pytest."):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class RetryGuardTripped(BaseException, metaclass=_SeesPytestRaises):
     """Code under test kept retrying past the guard's limit.
 
     A ``BaseException`` (like pytest's own ``Failed``) so that a retry loop's
-    ``except Exception`` cannot swallow it and go on forever.
+    ``except Exception`` cannot swallow it and go on forever. ``pytest.raises`` of it (or
+    ``fake_clock.expect_trip()``) makes the trip expected; anything else that catches it and
+    lets the test pass fails the test at teardown.
     """
+
+    expected_by_test = False
+
+
+_RAISED: dict = {}
+
+
+def raised(cls: type, message: str) -> RetryGuardTripped:
+    """An instance of ``cls`` to raise, of a same-named private subclass: ``isinstance`` asks
+    the metaclass only when the type is not the very class asked about."""
+    sub = _RAISED.get(cls)
+    if sub is None:
+        sub = _RAISED[cls] = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return sub(message)
 
 
 class RealSleepDetected(RetryGuardTripped):
@@ -141,6 +195,7 @@ _LIBRARY_DIRS = tuple(
 _OWN_DIR = os.path.normcase(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_library(filename: str) -> bool:
     path = os.path.normcase(filename)
     return path.startswith(_OWN_DIR) or path.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
@@ -152,13 +207,19 @@ def _describe(frame) -> str:
 
 
 def _short_path(filename: str) -> str:
+    # Cached per working directory (pytester changes it): every sleep describes two frames.
+    return _short_path_from(filename, os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_path_from(filename: str, cwd: str) -> str:
     # An installed library: "tenacity/nap.py" reads better than a long site-packages path, also
     # when the virtualenv lives inside the project (".venv/lib/.../site-packages/...").
     parts = filename.replace("\\", "/").split("/site-packages/")
     if len(parts) > 1:
         return parts[-1]
     try:
-        rel = os.path.relpath(filename)
+        rel = os.path.relpath(filename, cwd)
     except ValueError:  # another drive on Windows
         return filename
     return filename if rel.startswith("..") else rel
@@ -205,6 +266,8 @@ class Timeline:
         self._origin_us = 0  # what now() counts from; moved forward by reset()
         self.sleeps: List[SleepRecord] = []
         self.tripped: Optional[RetryGuardTripped] = None
+        #: How to raise the sleep and virtual-time limits, in the guard's message.
+        self.hint = SLEEP_GUARD_HINT
 
     # -- reading the time -------------------------------------------------------------------
     def now(self) -> float:
@@ -290,21 +353,21 @@ class Timeline:
             self.tripped = None
 
     # -- the guard --------------------------------------------------------------------------
-    def trip(self, reason: str, *, pending: Optional[SleepRecord] = None, extra: str = "") -> RetryGuardTripped:
-        """Build (and remember) the guard's exception; the caller raises it."""
+    def trip(self, reason: str, *, pending: Optional[SleepRecord] = None, extra: str = "", hint: Optional[str] = None) -> RetryGuardTripped:
+        """Build (and remember) the guard's exception; the caller raises it. ``hint`` (default
+        ``self.hint``) says which knob raises the limit that tripped."""
         records = list(self.sleeps) + ([pending] if pending is not None else [])
         message = (
             f"retry guard: {reason}; the code under test looks like it retries forever.\n"
-            f"Raise the limit with @pytest.mark.fake_clock(max_sleeps=..., max_virtual_time=...) "
-            f"if this much retrying is intended.\n"
+            f"{hint if hint is not None else self.hint}\n"
             f"{extra}{format_schedule(records)}"
         )
-        self.tripped = RetryGuardTripped(message)
+        self.tripped = raised(RetryGuardTripped, message)
         return self.tripped
 
     def _retrip(self) -> RetryGuardTripped:
         # Somebody caught the first one (``except BaseException``) and went on retrying.
-        return RetryGuardTripped(f"retry guard already tripped and the code kept going:\n{self.tripped}")
+        return raised(RetryGuardTripped, f"retry guard already tripped and the code kept going:\n{self.tripped}")
 
     def schedule(self) -> str:
         return format_schedule(self.sleeps)
