@@ -57,6 +57,8 @@ __all__ = [
 ]
 
 DEFAULT_CLIENTS = 300
+#: Seconds over which the herd's load on the downstream is counted (calls per second).
+LOAD_WINDOW = 1.0
 #: Windows never shrink below this: the virtual clock moves in whole microseconds.
 MIN_WINDOW = 2e-6
 #: A retry number is judged only when at least this many clients made it ...
@@ -202,6 +204,26 @@ class DispersionReport:
     def passed(self) -> bool:
         return not self.problems
 
+    @property
+    def peak_load(self) -> int:
+        """The load the downstream sees from the retries, as the contention simulation reports
+        it: the most retries (calls after each client's first) within one second (LOAD_WINDOW)."""
+        return self._load[0]
+
+    @property
+    def peak_load_at(self) -> float:
+        """Where that one-second window starts (seconds after the clients' first attempts)."""
+        return self._load[1]
+
+    @property
+    def _load(self) -> Tuple[int, float]:
+        cached = self.__dict__.get("_load_cache")
+        if cached is None:
+            instants = sorted(t for s in self.schedules for t in s[1:])
+            cached = densest_window(instants, LOAD_WINDOW) if instants else (0, 0.0)
+            object.__setattr__(self, "_load_cache", cached)
+        return cached
+
     # -- reading ----------------------------------------------------------------------------
     def histogram(self, *, rows: int = 24, width: int = 50) -> str:
         """Every client's retry instants, pooled, one row per time slot: a herd is a spike."""
@@ -250,7 +272,8 @@ class DispersionReport:
         peak = self.peak
         assert peak is not None
         return (
-            f"{self.clients} clients, {self.retrying_clients} retried; peak: retry #{peak.retry}, "
+            f"{self.clients} clients, {self.retrying_clients} retried; peak load {self.peak_load:,} retries per second "
+            f"(at +{format_seconds(self.peak_load_at)}); peak: retry #{peak.retry}, "
             f"{peak.peak_share:.0%} within {limits.window:.0%} of its delay (limit {limits.max_peak_share:.0%}); "
             f"smallest spread {self.spread:.3f} (limit {limits.min_spread:g}); "
             f"identical schedules {self.identical_share:.0%} (limit {limits.max_identical_share:.0%})"

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .clock import FakeClock, current_clock
+from .routes import match_route
+from .slow_answers import await_answer, wait_for_answer
 from .timeline import CALL_GUARD_HINT, RealSleepDetected, RetryGuardTripped, Timeline, format_seconds, raised
 
 __all__ = [
@@ -20,15 +22,18 @@ __all__ = [
     "DownstreamConnectionDropped",
     "DownstreamPermanentError",
     "DownstreamRateLimited",
+    "DownstreamTimeout",
     "DownstreamUnavailable",
     "FakeDownstream",
     "Outcome",
     "Scenario",
     "drop",
+    "hang",
     "ok",
     "permanent",
     "rate_limited",
     "raises",
+    "slow",
     "transient",
 ]
 
@@ -62,8 +67,12 @@ class DownstreamConnectionDropped(DownstreamError, ConnectionResetError):
     """The connection dropped without an answer."""
 
 
+class DownstreamTimeout(DownstreamError, TimeoutError):
+    """The answer did not come within the ``timeout=`` the callable was called with (virtual)."""
+
+
 # -- outcomes -------------------------------------------------------------------------------
-_KINDS = ("ok", "transient", "rate_limited", "permanent", "drop", "error")
+_KINDS = ("ok", "transient", "rate_limited", "permanent", "drop", "error", "hang")
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,9 @@ class Outcome:
     error: Any = None  # callable mode: the exception (instance or class) to raise
     body: Any = None
     reason: str = ""
+    #: Virtual seconds the answer takes (math.inf: it never comes, see :func:`hang`). A client
+    #: timeout shorter than this fires first, on the virtual clock.
+    latency: float = 0.0
 
     @property
     def is_ok(self) -> bool:
@@ -89,6 +101,10 @@ class Outcome:
 
     @property
     def label(self) -> str:
+        if self.kind == "hang":
+            return "hang (no answer)"
+        if self.latency:
+            return f"{replace(self, latency=0.0).label} after {format_seconds(self.latency)}"
         if self.kind == "ok":
             return "ok"
         if self.kind == "drop":
@@ -142,6 +158,25 @@ def drop() -> Outcome:
     return Outcome("drop", 0)
 
 
+def slow(latency: float, outcome: Any = "ok") -> Outcome:
+    """``outcome`` (default ok), answered ``latency`` virtual seconds after the call: a client
+    timeout shorter than that fires first (``httpx.ReadTimeout``, ``asyncio.TimeoutError``, or
+    :class:`DownstreamTimeout` for a callable called with ``timeout=``)."""
+    __tracebackhide__ = True
+    if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not 0 <= latency < math.inf:
+        raise ValueError(f"slow() latency must be a number of virtual seconds >= 0, got {latency!r} (a call that never answers is hang())")
+    base = as_outcome(outcome)
+    if base.kind == "hang":
+        raise ValueError("slow(..., hang()) is just hang()")
+    return replace(base, latency=float(latency))
+
+
+def hang() -> Outcome:
+    """The call never answers: only a client timeout ends it (virtual). Without one the guard
+    trips and says so."""
+    return Outcome("hang", 0, latency=math.inf)
+
+
 def raises(error: Any) -> Outcome:
     """Callable mode raises ``error`` (an exception instance or class); HTTP answers 500."""
     __tracebackhide__ = True
@@ -181,7 +216,7 @@ def as_outcome(value: OutcomeLike) -> Outcome:
     if isinstance(value, Outcome):
         return value
     if isinstance(value, str):
-        named = {"ok": ok, "transient": transient, "rate_limited": rate_limited, "permanent": permanent, "drop": drop}
+        named = {"ok": ok, "transient": transient, "rate_limited": rate_limited, "permanent": permanent, "drop": drop, "hang": hang}
         if value in named:
             return named[value]()
         raise ValueError(f"unknown outcome {value!r}: use one of {sorted(named)}, an HTTP status or an exception")
@@ -287,12 +322,13 @@ class CallRecord:
     number: int
     at: float  # virtual seconds since the clock's origin
     outcome: Outcome
-    transport: str  # "call", "acall" or "http"
+    transport: str  # "call", "acall", "http" or "in-process"
     retry_after_until: Optional[float] = None  # virtual time before which a retry disobeys Retry-After
     method: str = ""
     path: str = ""
     args: Tuple[Any, ...] = ()
     kwargs: Dict[str, Any] = field(default_factory=dict)
+    route: str = ""  # the key of the route whose script answered ("" for the downstream's own)
 
     @property
     def ok(self) -> bool:
@@ -317,9 +353,13 @@ class FakeDownstream:
         clock: Optional[Timeline] = None,
         name: str = "downstream",
         max_calls: int = DEFAULT_MAX_CALLS,
+        routes: Optional[Dict[str, Any]] = None,
         **script: Any,
     ) -> None:
         __tracebackhide__ = True
+        from .routes import parse_routes
+
+        self.routes = parse_routes(routes)
         if scenario is not None and script:
             raise TypeError(f"pass either a Scenario or script keywords, not both (got {sorted(script)})")
         if scenario is None:
@@ -355,15 +395,22 @@ class FakeDownstream:
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Sync call: returns the success body or raises the scripted failure."""
-        return self._callable_result(self.record("call", args=args, kwargs=kwargs))
+        """Sync call: returns the success body or raises the scripted failure. A ``timeout=``
+        keyword is honoured against a slow or hanging answer (virtual seconds)."""
+        __tracebackhide__ = True
+        record = self.record("call", args=args, kwargs=kwargs, path=_path_of(args))
+        wait_for_answer(self, record, kwargs.get("timeout"))
+        return self._callable_result(record)
 
-    def call(self, *args: Any, **kwargs: Any) -> Any:
-        return self._callable_result(self.record("call", args=args, kwargs=kwargs))
+    call = __call__
 
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
-        """Async call: the same, awaitable."""
-        return self._callable_result(self.record("acall", args=args, kwargs=kwargs))
+        """Async call: the same, awaitable; a slow answer is an asyncio timer (virtual), so
+        ``asyncio.wait_for(ds.acall(), timeout)`` times out as it would for real."""
+        __tracebackhide__ = True
+        record = self.record("acall", args=args, kwargs=kwargs, path=_path_of(args))
+        await await_answer(self, record)
+        return self._callable_result(record)
 
     def record(self, transport: str, *, method: str = "", path: str = "", args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]] = None) -> CallRecord:
         """Decide and record the outcome of one call (used by every transport)."""
@@ -375,10 +422,23 @@ class FakeDownstream:
             if number > self.max_calls:
                 raise self._trip(clock, number)
             self._check_real_time(clock, number, at)
-            recent = 1 + sum(1 for c in reversed(self.calls[-(self.scenario.capacity or 0) - 1 :]) if c.at > at - 1.0)
-            outcome = self.scenario.outcome_for(number, at, recent)
+            route = match_route(self.routes, method or "GET", path) if self.routes and path else None
+            if route is None:
+                scenario, key, scripted = self.scenario, "", number
+                if self.routes:
+                    scripted = 1 + sum(1 for c in self.calls if not c.route)
+            else:
+                scenario, key = route.scenario, route.key
+                scripted = 1 + sum(1 for c in self.calls if c.route == key)
+            recent = 1
+            if scenario.capacity is not None:
+                for c in reversed(self.calls):
+                    if c.at <= at - 1.0:
+                        break
+                    recent += c.route == key
+            outcome = scenario.outcome_for(scripted, at, recent)
             until = _retry_after_until(outcome, at, transport, clock)
-            record = CallRecord(number, at, outcome, transport, until, method, path, tuple(args), dict(kwargs or {}))
+            record = CallRecord(number, at, outcome, transport, until, method, path, tuple(args), dict(kwargs or {}), key)
             self.calls.append(record)
             return record
 
@@ -438,6 +498,28 @@ class FakeDownstream:
                 self._server.probe_clock = clock
         return self._server.url
 
+    # -- in-process HTTP routes (no socket) --------------------------------------------------
+    def httpx_transport(self) -> Any:
+        """An ``httpx.MockTransport`` playing this script: ``httpx.Client(transport=...)`` or
+        ``httpx.AsyncClient(transport=...)``; the request's timeout meets slow answers virtually."""
+        from .in_process import httpx_transport
+
+        return httpx_transport(self)
+
+    def httpx_handler(self, request: Any) -> Any:
+        """For respx: ``respx.get(url).mock(side_effect=downstream.httpx_handler)``."""
+        __tracebackhide__ = True
+        from .in_process import httpx_handler
+
+        return httpx_handler(self, request)
+
+    def responses_callback(self, request: Any) -> Any:
+        """For responses: ``responses.add_callback(responses.GET, url, callback=downstream.responses_callback)``."""
+        __tracebackhide__ = True
+        from .in_process import responses_callback
+
+        return responses_callback(self, request)
+
     def close(self) -> None:
         self._closed = True
         server, self._server = self._server, None
@@ -462,18 +544,30 @@ class FakeDownstream:
     def call_times(self) -> List[float]:
         return [c.at for c in self.calls]
 
-    def trace(self, **kwargs: Any) -> Any:
-        """A :class:`~pytest_retry_check.trace.Trace` of every call so far."""
+    def calls_to(self, route: str) -> List[CallRecord]:
+        """The calls one route's script answered (its key, as given in ``routes``)."""
+        if route not in {r.key for r in self.routes}:
+            raise KeyError(f"no route {route!r}; routes: {[r.key for r in self.routes]}")
+        return [c for c in self.calls if c.route == route]
+
+    def trace(self, *, route: Optional[str] = None, **kwargs: Any) -> Any:
+        """A :class:`~pytest_retry_check.trace.Trace` of every call so far (of one route's, with ``route=``)."""
         from .trace import Trace
 
-        return Trace.from_calls(self.calls, **kwargs)
+        return Trace.from_calls(self.calls if route is None else self.calls_to(route), **kwargs)
 
     def with_script(self, **changes: Any) -> "FakeDownstream":
         """A new downstream with this one's script changed by ``changes``."""
-        return FakeDownstream(replace(self.scenario, **changes), clock=self._clock, name=self.name, max_calls=self.max_calls)
+        routes = {r.key: r.scenario for r in self.routes} or None
+        return FakeDownstream(replace(self.scenario, **changes), clock=self._clock, name=self.name, max_calls=self.max_calls, routes=routes)
 
     def __repr__(self) -> str:
         return f"<FakeDownstream {self.name!r} calls={len(self.calls)} {self.scenario!r}>"
+
+
+def _path_of(args: Tuple[Any, ...]) -> str:
+    """A callable called with a path first (``orders("/orders/42")``) is routed by it."""
+    return args[0] if args and isinstance(args[0], str) and args[0].startswith("/") else ""
 
 
 def _retry_after_until(outcome: Outcome, at: float, transport: str, clock: Timeline) -> Optional[float]:
@@ -484,7 +578,7 @@ def _retry_after_until(outcome: Outcome, at: float, transport: str, clock: Timel
     """
     if outcome.retry_after is None:
         return None
-    if transport != "http":
+    if transport not in ("http", "in-process"):
         return at + outcome.retry_after
     if outcome.retry_after_as_date:
         epoch_at = clock.at_epoch(at)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import select
 import socket
 import threading
@@ -22,6 +23,12 @@ if TYPE_CHECKING:
     from .downstream import FakeDownstream
 
 __all__ = ["DownstreamHTTPServer"]
+
+HANG_OVER_SOCKETS = (
+    "A real socket's timeout runs on real time, so it cannot end a virtual hang: script hang() for the "
+    "in-process routes (downstream.httpx_transport(), downstream.httpx_handler for respx, "
+    "downstream.responses_callback for responses) or the callable, whose timeouts are virtual."
+)
 
 _REASONS = {200: "OK", 408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
 
@@ -63,6 +70,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.interrupt_owner(exc)
             return
         outcome = record.outcome
+        if outcome.latency == math.inf:
+            # A socket timeout is real time: it cannot fire in virtual time. Say so, loudly.
+            exc = downstream.clock.trip(
+                f"call #{record.number} to {downstream.name} hangs (scripted hang()) over the real HTTP server",
+                hint=HANG_OVER_SOCKETS,
+            )
+            self._send(503, {"error": "retry guard tripped", "detail": str(exc).splitlines()[0]}, {})
+            self.server.interrupt_owner(exc)
+            return
+        if outcome.latency:
+            downstream.clock.advance(outcome.latency)  # the answer comes that much later (virtual)
         if outcome.kind == "drop":
             self.close_connection = True
             try:

@@ -177,7 +177,7 @@ class capture_trace:
     giving up by raising is a legitimate end. Anything else propagates (the trace is still
     set), and so do ``AssertionError`` s (unless ``catch`` names one), pytest's outcomes and the
     retry guard. A swallowed exception is shown, with its traceback, under any later failure
-    of the test. ``dead_letters`` (a :class:`~pytest_retry_check.dead_letters.DeadLetters`) lets
+    of the test. ``route``: watch only the calls one route's script answered. ``dead_letters`` (a :class:`~pytest_retry_check.dead_letters.DeadLetters`) lets
     the trace see a give-up into the dead-letter queue.
     """
 
@@ -187,6 +187,7 @@ class capture_trace:
         *,
         dead_letters: Any = None,
         catch: Union[Type[BaseException], Tuple[Type[BaseException], ...]] = Exception,
+        route: Optional[str] = None,
     ) -> None:
         __tracebackhide__ = True
         if not isinstance(downstream, FakeDownstream):
@@ -196,6 +197,9 @@ class capture_trace:
         self.downstream = downstream
         self.dead_letters = dead_letters
         self.catch = catch
+        if route is not None:
+            downstream.calls_to(route)  # fails now for an unknown route
+        self.route = route
         self.trace: Optional[Trace] = None
         self._calls = self._sleeps = self._letters = 0
         self._clock: Optional[Timeline] = None
@@ -209,6 +213,8 @@ class capture_trace:
 
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
         calls = self.downstream.calls[self._calls :]
+        if self.route is not None:
+            calls = [c for c in calls if c.route == self.route]
         clock = self._clock
         sleeps = clock.sleeps[self._sleeps :] if clock is not None else []
         letters = self.dead_letters.entries[self._letters :] if self.dead_letters is not None else []

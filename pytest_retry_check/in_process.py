@@ -1,0 +1,86 @@
+"""The fake downstream as an in-process HTTP route, for code that is not pointed at a URL.
+
+- httpx: ``httpx.Client(transport=downstream.httpx_transport())`` (also ``AsyncClient``), or with
+  respx, ``respx.get("https://orders.example/...").mock(side_effect=downstream.httpx_handler)``;
+- requests with responses: ``responses.add_callback(responses.GET, url, callback=downstream.responses_callback)``.
+
+The answer is the same as the HTTP server's (status, JSON body, ``Retry-After`` as whole seconds
+or an HTTP-date) and the call is recorded with its method and path. No socket is opened, so it
+is fast, and a slow or hanging answer meets the request's own timeout on the virtual clock.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Dict, Tuple
+from urllib.parse import urlsplit
+
+from .downstream import retry_after_header
+from .slow_answers import wait_for_answer
+
+if TYPE_CHECKING:
+    from .downstream import CallRecord, FakeDownstream
+
+__all__ = ["answer", "httpx_handler", "httpx_transport", "responses_callback"]
+
+
+def answer(downstream: "FakeDownstream", method: str, url: str, timeout: Any, timeout_error: Any) -> Tuple["CallRecord", int, Dict[str, str], bytes]:
+    """Record one request and produce its answer: (record, status, headers, body).
+    ``timeout_error`` is raised (virtual time having moved by the timeout) when a slow or
+    hanging answer does not come within ``timeout``."""
+    __tracebackhide__ = True
+    parts = urlsplit(url)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    record = downstream.record("in-process", method=method.upper(), path=path or "/")
+    wait_for_answer(downstream, record, timeout, timeout_error=timeout_error)
+    outcome = record.outcome
+    headers = {"Content-Type": "application/json"}
+    retry_after = retry_after_header(record, downstream.clock)
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
+    if outcome.is_ok:
+        body = outcome.body if outcome.body is not None else {"ok": True, "call": record.number}
+    else:
+        body = {"error": outcome.label, "call": record.number}
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return record, outcome.status, headers, data
+
+
+def httpx_handler(downstream: "FakeDownstream", request: Any) -> Any:
+    """An ``httpx.MockTransport`` handler / respx side effect: an ``httpx.Response``."""
+    __tracebackhide__ = True
+    import httpx
+
+    timeout = request.extensions.get("timeout")
+
+    def timed_out(message: str) -> BaseException:
+        return httpx.ReadTimeout(message, request=request)
+
+    record, status, headers, data = answer(downstream, request.method, str(request.url), timeout, timed_out)
+    if record.outcome.kind == "drop":
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+    return httpx.Response(status, headers=headers, content=data, request=request)
+
+
+def httpx_transport(downstream: "FakeDownstream") -> Any:
+    import httpx
+
+    return httpx.MockTransport(lambda request: httpx_handler(downstream, request))
+
+
+def responses_callback(downstream: "FakeDownstream", request: Any) -> Tuple[int, Dict[str, str], bytes]:
+    """A ``responses.add_callback`` callback: (status, headers, body)."""
+    __tracebackhide__ = True
+    import requests
+
+    timeout = getattr(request, "req_kwargs", {}).get("timeout")
+
+    def timed_out(message: str) -> BaseException:
+        return requests.exceptions.ReadTimeout(message, request=request)
+
+    record, status, headers, data = answer(downstream, request.method or "GET", request.url or "/", timeout, timed_out)
+    if record.outcome.kind == "drop":
+        raise requests.exceptions.ConnectionError("Connection aborted: the server closed the connection without an answer", request=request)
+    return status, headers, data
+
+
