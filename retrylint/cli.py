@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
-from .config import Config, ConfigError, find_config, load_config, resolve
-from .discovery import PathNotFound, discover
+from .config import Config, ConfigError, find_config, load_config
 from .engine import Finding, SourceError, decode_source
 from .model import Location
 from .output import FORMATS, render, statistics, summary, text as text_output

@@ -10,6 +10,7 @@ so node positions are positions in the original text.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Tuple
 
@@ -21,6 +22,10 @@ from .syntax import call_args, dotted_name
 
 SAFE = "safe"
 UNSAFE = "unsafe"
+
+#: ruff format's default line length: a fix that would make a line longer splits the call as
+#: ruff format would, so that a formatted file stays formatted.
+LINE_LENGTH = 88
 
 
 @dataclass(frozen=True)
@@ -41,8 +46,22 @@ class Fix:
     edits: Tuple[Edit, ...]
 
 
+def newline_of(text: str) -> str:
+    """The file's line ending (its first one): what inserted lines must use (CRLF stays CRLF)."""
+    for index, char in enumerate(text):
+        if char == "\r":
+            return "\r\n" if text[index + 1:index + 2] == "\n" else "\r"
+        if char == "\n":
+            return "\n"
+    return "\n"
+
+
 def apply(text: str, edits: Sequence[Edit]) -> Tuple[str, int]:
-    """Apply non-overlapping edits (later ones that overlap an earlier one are skipped)."""
+    """Apply non-overlapping edits (later ones that overlap an earlier one are skipped). Line
+    breaks in an edit's content are written as the file's own (``\r\n`` in a CRLF file)."""
+    newline = newline_of(text)
+    if newline != "\n":
+        edits = [replace_content(e, e.content.replace("\n", newline)) for e in edits]
     lines = text.splitlines(keepends=True)
     starts = [0]
     for line in lines:
@@ -70,6 +89,14 @@ def apply(text: str, edits: Sequence[Edit]) -> Tuple[str, int]:
     return out, len(kept)
 
 
+def replace_content(edit: Edit, content: str) -> Edit:
+    return Edit(edit.line, edit.column, edit.end_line, edit.end_column, content)
+
+
+class FixUnavailable(Exception):
+    """No fix can be written safely here (the rule then offers none)."""
+
+
 class Fixer:
     """Builds edits for one module; given to the rules' ``fix`` methods."""
 
@@ -91,37 +118,119 @@ class Fixer:
                 return arg
         return None
 
+    # Edits are made in place, in the text: whitespace, comments and the call's layout stay as
+    # they are (rendering a changed node again would lose the block's indentation inside a
+    # multi-line call, and move comments with commas).
+
+    def _lines(self) -> List[str]:
+        lines = getattr(self, "_text_lines", None)
+        if lines is None:
+            # The (narrowed) module keeps every kept line where it was: its text around a site
+            # is the file's text.
+            lines = self._text_lines = self.ctx.module.code.splitlines()
+        return lines
+
+    def _line(self, number: int) -> str:
+        lines = self._lines()
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+    def _starts_line(self, where: Location) -> bool:
+        return not self._line(where.line)[: where.column - 1].strip()
+
+    def _indent(self, where: Location) -> str:
+        return self._line(where.line)[: where.column - 1]
+
+    def _alone_on_lines(self, where: Location) -> bool:
+        """Only whitespace before it on its first line; only a comma and a comment after it."""
+        after = self._line(where.end_line)[where.end_column - 1:]
+        return self._starts_line(where) and _REST_OF_ITEM.match(after) is not None
+
     def add_keyword(self, call: cst.Call, name: str, value: str) -> Edit:
-        """``f(a)`` → ``f(a, name=value)``, keeping the call's layout."""
-        new_arg = cst.Arg(
-            value=cst.parse_expression(value),
-            keyword=cst.Name(name),
-            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-        )
+        """``f(a)`` → ``f(a, name=value)``; one argument per line gets a line like the others."""
+        text = f"{name}={value}"
         args = list(call.args)
-        if args:
-            last = args[-1]
-            trailing = last.comma
-            if trailing is cst.MaybeSentinel.DEFAULT:
-                args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                args.append(new_arg)
-            else:
-                args.append(new_arg.with_changes(comma=trailing))
-                args[-2] = last.with_changes(comma=_comma_like(trailing))
+        whole = self.ctx.location(call)
+        if not args:
+            return Edit(whole.end_line, whole.end_column - 1, whole.end_line, whole.end_column - 1, text)
+        last = args[-1]
+        where = self.ctx.location(last)
+        if isinstance(last.comma, cst.Comma) and self._alone_on_lines(where) and whole.end_line > where.end_line:
+            line = where.end_line + 1
+            return Edit(line, 1, line, 1, f"{self._indent(where)}{text},\n")
+        if whole.line == whole.end_line:
+            reflowed = self._reflowed(call, self.render(call.func).strip(), self._arg_texts(call) + [text])
+            if reflowed is not None:
+                return reflowed
+        return Edit(where.end_line, where.end_column, where.end_line, where.end_column, f", {text}")
+
+    # ------------------------------------------------------------ line length
+
+    def _arg_texts(self, call: cst.Call) -> List[str]:
+        return [
+            self.render(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))).strip()
+            for arg in call.args
+        ]
+
+    def _reflowed(self, call: cst.Call, func: str, args: List[str]) -> Optional[Edit]:
+        """When the one-line call ``func(args)`` would make its line, which fitted, longer than
+        ruff format's 88 columns, the call split as ruff format splits it: the arguments on one indented line
+        of their own, or, when that is too long too, one per line with a trailing comma.
+        None when the call fits on its line (or is not on one line, or holds a comment)."""
+        whole = self.ctx.location(call)
+        if whole.line != whole.end_line or any("#" in a or "\n" in a for a in args):
+            return None
+        line = self._line(whole.line)
+        before, after = line[: whole.column - 1], line[whole.end_column - 1:]
+        single = f"{func}({', '.join(args)})"
+        if len(line) > LINE_LENGTH or len(before) + len(single) + len(after) <= LINE_LENGTH:
+            return None  # it fits; or the line was long already (the file is not ruff-formatted)
+        indent = line[: len(line) - len(line.lstrip())]
+        inner = indent + "    "
+        # ruff format splits the outermost brackets first: ``f(g(a, b))`` becomes
+        # ``f(\n    g(a, b)\n)`` when ``g(a, b)`` then fits on its own line.
+        top = call
+        for ancestor in self.ctx.ancestors(call):
+            if isinstance(ancestor, cst.Call):
+                top = ancestor
+            elif not isinstance(ancestor, (cst.Arg, cst.Attribute, cst.Subscript, cst.SubscriptElement, cst.Index)):
+                break
+        if top is not call:
+            outer = self.ctx.location(top)
+            if outer.line == outer.end_line:
+                changed = line[outer.column - 1: whole.column - 1] + single + line[whole.end_column - 1: outer.end_column - 1]
+                func = self.render(top.func).strip()
+                if changed.startswith(func + "(") and changed.endswith(")"):
+                    body = changed[len(func) + 1: -1].strip()
+                    if len(inner) + len(body) <= LINE_LENGTH:
+                        return Edit(outer.line, outer.column, outer.end_line, outer.end_column,
+                                    f"{func}(\n{inner}{body}\n{indent})")
+        if len(inner) + len(", ".join(args)) <= LINE_LENGTH:
+            text = f"{func}(\n{inner}{', '.join(args)}\n{indent})"
         else:
-            args.append(new_arg)
-        return self.replace(call, self.render(call.with_changes(args=args)))
+            text = f"{func}(\n" + "".join(f"{inner}{a},\n" for a in args) + f"{indent})"
+        return Edit(whole.line, whole.column, whole.end_line, whole.end_column, text)
 
     def remove_keyword(self, call: cst.Call, name: str) -> Optional[Edit]:
         args = list(call.args)
         index = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == name), None)
         if index is None:
             return None
-        removed = args.pop(index)
-        if index == len(args) and args:
-            # The removed one was last: the one before takes its trailing comma (or none).
-            args[-1] = args[-1].with_changes(comma=removed.comma)
-        return self.replace(call, self.render(call.with_changes(args=args)))
+        return self._remove_item([self.ctx.location(a) for a in args], index)
+
+    def _remove_item(self, items: List[Location], index: int) -> Edit:
+        """Remove one item of a comma-separated list (arguments, imported names) from the text."""
+        where = items[index]
+        if self._alone_on_lines(where) and len(items) > 1:
+            return Edit(where.line, 1, where.end_line + 1, 1, "")
+        if index + 1 < len(items):
+            following = items[index + 1]
+            return Edit(where.line, where.column, following.line, following.column, "")
+        if index > 0:
+            previous = items[index - 1]
+            return Edit(previous.end_line, previous.end_column, where.end_line, where.end_column, "")
+        after = self._line(where.end_line)[where.end_column - 1:]
+        comma = len(after) - len(after.lstrip(" \t")) + 1 if after.lstrip(" \t").startswith(",") else 0
+        return Edit(where.line, where.column, where.end_line, where.end_column + comma, "")
 
     def set_keyword(self, call: cst.Call, name: str, value: str) -> Edit:
         arg = self.keyword(call, name)
@@ -141,10 +250,13 @@ class Fixer:
         """
         func = call.func
         if isinstance(func, cst.Attribute):
-            return [self.replace(func.attr, new_name)]
+            renamed = f"{self.render(func.value).strip()}.{new_name}"
+            reflowed = self._reflowed(call, renamed, self._arg_texts(call))
+            return [reflowed if reflowed is not None else self.replace(func.attr, new_name)]
         if not isinstance(func, cst.Name):
             return None
-        edits = [self.replace(func, new_name)]
+        reflowed = self._reflowed(call, new_name, self._arg_texts(call))
+        edits = [reflowed if reflowed is not None else self.replace(func, new_name)]
         import_edit = self.import_name(func, module, new_name)
         if import_edit is False:
             return None
@@ -153,7 +265,9 @@ class Fixer:
         return edits
 
     def import_name(self, beside: cst.Name, module: str, new_name: str):
-        """Make ``new_name`` importable where ``beside`` is imported from ``module``.
+        """Make ``new_name`` importable where ``beside`` is imported from ``module``: the name is
+        added to that ``from module import …`` where isort/ruff would put it (sorted, when the
+        list is sorted; on a line of its own, indented like the others, in a one-per-line list).
 
         Returns an Edit, None when nothing is needed, False when it cannot be done safely.
         """
@@ -172,49 +286,130 @@ class Fixer:
                     local = alias.asname.name if alias.asname is not None else alias.name
                     if alias.asname is not None and isinstance(local, cst.Name) and local.value == beside.value:
                         return False  # ``wait_exponential as expo``: leave aliases alone
-                last = names[-1]
-                if last.comma is cst.MaybeSentinel.DEFAULT:
-                    names[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                    names.append(cst.ImportAlias(name=cst.Name(new_name)))
-                else:
-                    names.append(cst.ImportAlias(name=cst.Name(new_name), comma=last.comma))
-                    names[-2] = last.with_changes(comma=_comma_like(last.comma))
-                return self.replace(node, self.render(node.with_changes(names=names)))
+                return self._insert_name(names, new_name)
         return False
 
+    def _insert_name(self, names: List[cst.ImportAlias], new_name: str) -> Edit:
+        keys = [member_key(dotted_name(a.name) or "") for a in names]
+        position = len(names)
+        if keys == sorted(keys):
+            position = next((i for i, key in enumerate(keys) if key > member_key(new_name)), len(names))
+        if position < len(names):
+            where = self.ctx.location(names[position])
+            if self._starts_line(where):
+                text = f"{new_name},\n{self._indent(where)}"
+            else:
+                text = f"{new_name}, "
+            return Edit(where.line, where.column, where.line, where.column, text)
+        last = names[-1]
+        where = self.ctx.location(last)
+        if isinstance(last.comma, cst.Comma) and self._alone_on_lines(where):
+            line = where.end_line + 1
+            return Edit(line, 1, line, 1, f"{self._indent(where)}{new_name},\n")
+        return Edit(where.end_line, where.end_column, where.end_line, where.end_column, f", {new_name}")
+
     def module_alias(self, near: cst.CSTNode, module: str) -> Optional[str]:
-        """The local name of ``import module`` (``tenacity`` or ``t`` for ``import tenacity as t``)."""
+        """The local name of ``import module`` (``tenacity`` or ``t`` for ``import tenacity as t``).
+
+        Raises FixUnavailable when that name (or, without the import, the module's own name) is
+        something else where ``near`` is: a parameter or a local ``random`` is not the module."""
+        alias = None
         for statement in self.ctx.module.body:
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
                     if isinstance(small, cst.Import):
-                        for alias in small.names:
-                            if dotted_name(alias.name) == module:
-                                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                                    return alias.asname.name.value
-                                return module
-        return None
+                        for imported in small.names:
+                            if dotted_name(imported.name) == module and alias is None:
+                                if imported.asname is not None and isinstance(imported.asname.name, cst.Name):
+                                    alias = imported.asname.name.value
+                                else:
+                                    alias = module
+        name = alias or module.split(".")[0]
+        if near is not self.ctx.module:
+            for binding in self.ctx.bindings(near, name):
+                if not (binding.kind == "import" and isinstance(binding.node, cst.Import)
+                        and any(dotted_name(i.name) == module for i in binding.node.names)):
+                    raise FixUnavailable(f"`{name}` is not the {module} module here")
+        return alias
 
     def ensure_module_import(self, module: str) -> Optional[Edit]:
-        """``import random`` after the module's top imports (or its docstring) unless present."""
+        """``import module`` unless present, where isort/ruff would put it: among the other
+        ``import x`` lines of its section (standard library or not), sorted; a section of its
+        own (a blank line apart) when there is none; after the docstring in a file without imports."""
         if self.module_alias(self.ctx.module, module) == module:
             return None
-        after = None
+        block: List[Tuple[cst.SimpleStatementLine, str, int, str]] = []  # statement, section, kind, key
+        docstring = None
         for statement in self.ctx.module.body:
-            if isinstance(statement, cst.SimpleStatementLine) and all(
-                isinstance(s, (cst.Import, cst.ImportFrom)) or _is_docstring(s) for s in statement.body
-            ):
-                after = statement
-                continue
+            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+                small = statement.body[0]
+                if isinstance(small, cst.Import):
+                    top = dotted_name(small.names[0].name) or ""
+                    block.append((statement, _section(top), 0, top.lower()))
+                    continue
+                if isinstance(small, cst.ImportFrom) and small.relative == () and small.module is not None:
+                    top = dotted_name(small.module) or ""
+                    block.append((statement, _section(top), 1, top.lower()))
+                    continue
+                if isinstance(small, cst.ImportFrom):
+                    block.append((statement, "local", 1, ""))
+                    continue
+                if not block and docstring is None and _is_docstring(small):
+                    docstring = statement
+                    continue
             break
-        line = self.ctx.location(after).end_line + 1 if after is not None else 1
-        return Edit(line, 1, line, 1, f"import {module}\n")
+        text = f"import {module}\n"
+        section, key = _section(module), (0, module.lower())
+        order = list(_SECTIONS)
+        same = [entry for entry in block if entry[1] == section]
+        for statement, _, kind, name in same:
+            if (kind, name) > key:
+                line = self.ctx.location(statement).line
+                return Edit(line, 1, line, 1, text)
+        if same:
+            line = self.ctx.location(same[-1][0]).end_line + 1
+            return Edit(line, 1, line, 1, text)
+        later = [entry for entry in block if order.index(entry[1]) > order.index(section)]
+        if later:
+            line = self.ctx.location(later[0][0]).line
+            return Edit(line, 1, line, 1, text + "\n")
+        if block:
+            line = self.ctx.location(block[-1][0]).end_line + 1
+            return Edit(line, 1, line, 1, "\n" + text)
+        if docstring is not None:
+            line = self.ctx.location(docstring).end_line + 1
+            return Edit(line, 1, line, 1, "\n" + text)
+        return Edit(1, 1, 1, 1, text + "\n")
 
 
-def _comma_like(comma) -> cst.Comma:
-    if isinstance(comma, cst.Comma):
-        return comma
-    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+#: isort's sections, in order (first-party cannot be told from third-party without the project).
+_SECTIONS = ("future", "stdlib", "thirdparty", "local")
+
+#: What may follow an item of a list on its last line: a comma, a comment.
+_REST_OF_ITEM = re.compile(r"\s*,?\s*(#.*)?$")
+
+
+def _section(module: str) -> str:
+    import sys
+
+    top = module.split(".")[0]
+    if top == "__future__":
+        return "future"
+    if top in getattr(sys, "stdlib_module_names", ()):
+        return "stdlib"
+    return "thirdparty"
+
+
+def member_key(name: str) -> Tuple[int, str, str]:
+    """isort/ruff's order of imported names (order-by-type): CONSTANTS, Classes, functions,
+    each case-insensitively."""
+    if len(name) > 1 and name.isupper():
+        rank = 0
+    elif name[:1].isupper():
+        rank = 1
+    else:
+        rank = 2
+    return (rank, name.lower(), name)
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:

@@ -254,20 +254,31 @@ def fix_source(text: str, display: str, settings: Settings, unsafe: bool) -> Fix
     """Apply fixes until none applies; the report is the check of the fixed text."""
     from .fixes import apply
 
+    from .fix_imports import remove_newly_unused_imports
+
     current = text
     applied = 0
+    report = None
     for _ in range(MAX_FIX_ROUNDS):
         report = check_source(current, display, settings)
         edits = [edit for f in report.findings if applicable(f, unsafe) for edit in f.fix.edits]  # type: ignore[union-attr]
         if not edits:
-            return FixOutcome(text, current, applied, report)
+            break
         updated, count = apply(current, edits)
         if updated == current or not _parses(updated):
             # A fix must never break the file: keep the last text that parsed.
-            return FixOutcome(text, current, applied, report)
+            break
         current = updated
         applied += len([f for f in report.findings if applicable(f, unsafe)])
-    return FixOutcome(text, current, applied, check_source(current, display, settings))
+        report = None
+    if current != text:
+        # What the fixes left unused (an old name they replaced) goes too.
+        tidy = remove_newly_unused_imports(text, current)
+        if tidy != current:
+            current, report = tidy, None
+    if report is None:
+        report = check_source(current, display, settings)
+    return FixOutcome(text, current, applied, report)
 
 
 def _parses(text: str) -> bool:

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import libcst as cst
 
-from ..fixes import SAFE, UNSAFE, Edit, Fix, Fixer, first_call
+from ..fixes import UNSAFE, Edit, Fix, Fixer, first_call
 from ..model import RetryPolicy
 
 TENACITY_WAITS = {
@@ -76,7 +76,12 @@ def tenacity_wait_call(policy: RetryPolicy, fixer: Fixer, kinds: List[str]) -> O
 
 
 def rename(fixer: Fixer, call: cst.Call, new_name: str, module: str, message: str) -> Optional[Fix]:
+    """Call another function of the library with the same arguments. Used for the jitter swaps
+    (tenacity ``wait_exponential`` → ``wait_random_exponential``, redis ``ExponentialBackoff`` →
+    ``FullJitterBackoff``): they always change the average delay (a full-jitter draw averages
+    half the exponential delay), and on tenacity < 9 ``wait_random_exponential`` ignores
+    ``min``, so no version and no arguments make them equivalent: unsafe."""
     edits = fixer.rename_callee(call, new_name, module)
     if not edits:
         return None
-    return Fix(SAFE, message, tuple(edits))
+    return Fix(UNSAFE, message, tuple(edits))

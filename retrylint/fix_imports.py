@@ -1,0 +1,124 @@
+"""After ``--fix``: remove the imports that the fixes left unused (``from tenacity import
+wait_exponential`` once every call became ``wait_random_exponential``), so a fixed file has no
+unused import that the original did not have (pyflakes' F401).
+
+Only module-level imports that were used before the fixes and are used nowhere after them are
+removed; a name counts as used when it is read anywhere in the module or listed in ``__all__``
+(scopes are not told apart, so in doubt an import stays).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Set, Tuple
+
+from .fixes import Edit, apply
+from .model import Location
+
+
+def _imports(tree: ast.Module) -> Dict[str, Tuple[ast.stmt, int]]:
+    """local name → (module-level import statement, index of its alias)."""
+    found: Dict[str, Tuple[ast.stmt, int]] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for index, alias in enumerate(statement.names):
+                if alias.name == "*":
+                    continue
+                local = alias.asname or alias.name.split(".")[0]
+                found[local] = (statement, index)
+    return found
+
+
+def _used(tree: ast.Module) -> Set[str]:
+    used: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            used.add(node.id)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            for constant in ast.walk(node.value):
+                if isinstance(constant, ast.Constant) and isinstance(constant.value, str):
+                    used.add(constant.value)
+    return used
+
+
+def remove_newly_unused_imports(before: str, after: str) -> str:
+    """``after`` without the imports that ``before`` used and ``after`` no longer uses."""
+    try:
+        old_tree = ast.parse(before)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return after
+    old_imports, old_used = _imports(old_tree), _used(old_tree)
+    current = after
+    for _ in range(20):  # one name per import statement per pass: positions never go stale
+        updated = _one_pass(current, old_imports, old_used)
+        if updated == current:
+            break
+        current = updated
+    return current
+
+
+def _one_pass(text: str, old_imports, old_used: Set[str]) -> str:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
+    imports, used = _imports(tree), _used(tree)
+    lines = text.splitlines(keepends=True)
+    edits: List[Edit] = []
+    done: Set[int] = set()
+    for name, (statement, index) in imports.items():
+        if name not in old_imports or name not in old_used or name in used or id(statement) in done:
+            continue
+        edit = _removal(statement, index, lines)
+        if edit is not None:
+            edits.append(edit)
+            done.add(id(statement))
+    if not edits:
+        return text
+    fixed, _ = apply(text, edits)
+    try:
+        ast.parse(fixed)
+    except SyntaxError:
+        return text
+    return fixed
+
+
+def _column(lines: List[str], line: int, byte_offset: int) -> int:
+    """A 1-based character column from ast's UTF-8 byte offset."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
+
+
+def _location(node, lines: List[str]) -> Location:
+    return Location(node.lineno, _column(lines, node.lineno, node.col_offset),
+                    node.end_lineno, _column(lines, node.end_lineno, node.end_col_offset))
+
+
+def _removal(statement: ast.stmt, index: int, lines: List[str]):
+    names = statement.names  # type: ignore[attr-defined]
+    where = _location(statement, lines)
+    first = lines[where.line - 1]
+    last = lines[where.end_line - 1]
+    if len(names) == 1:
+        alone = not first[: where.column - 1].strip() and not last[where.end_column - 1:].split("#")[0].strip()
+        if not alone:
+            return None  # ``import a; x = 1``: leave it
+        return Edit(where.line, 1, where.end_line + 1, 1, "")
+    if any(getattr(alias, "lineno", None) is None for alias in names):
+        return None  # Python < 3.10: aliases have no positions
+    return _remove_item(lines, [_location(alias, lines) for alias in names], index)
+
+
+def _remove_item(lines: List[str], items: List[Location], index: int) -> Edit:
+    where = items[index]
+    line = lines[where.line - 1]
+    end_line = lines[where.end_line - 1].rstrip("\r\n")
+    after = end_line[where.end_column - 1:]
+    alone = not line[: where.column - 1].strip() and not after.replace(",", "", 1).split("#")[0].strip()
+    if alone and len(items) > 1:
+        return Edit(where.line, 1, where.end_line + 1, 1, "")
+    if index + 1 < len(items):
+        following = items[index + 1]
+        return Edit(where.line, where.column, following.line, following.column, "")
+    previous = items[index - 1]
+    return Edit(previous.end_line, previous.end_column, where.end_line, where.end_column, "")
