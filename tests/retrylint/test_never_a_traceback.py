@@ -77,7 +77,7 @@ def test_fix_on_a_file_that_cannot_be_written_is_one_error_exit_2(project, run, 
     path = project.write("client.py", FIXABLE)
     before = path.read_text()
     _refuse_writes(monkeypatch, path)
-    code, out, err = run("check", "--fix", "client.py")
+    code, out, err = run("check", "--fix", "--unsafe-fixes", "client.py")
     assert code == 2
     assert "retrylint: error: client.py: cannot write the fixed file: Permission denied" in err
     assert "Traceback" not in err
@@ -131,7 +131,7 @@ def test_a_folder_of_link_loops_is_a_warning_not_a_hang(project, run):
 
 def test_fix_on_standard_input_reports_what_remains_on_stderr(project, run, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((FIXABLE + FIXED_FOREVER).encode())))
-    code, out, err = run("check", "--fix", "--stdin-filename", "client.py", "-")
+    code, out, err = run("check", "--fix", "--unsafe-fixes", "--stdin-filename", "client.py", "-")
     assert "wait_random_exponential(max=20)" in out  # standard output is the fixed source, only
     assert "RTY101" not in out and "Found" not in out
     assert "client.py:15:5: RTY101" in err
