@@ -93,3 +93,38 @@ def test_a_broken_document_fails_validation(sarif_schema):
     with pytest.raises(AssertionError):
         _validate({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{"ruleId": "X"}]}]},
                   sarif_schema)
+
+
+def _sarif(run, *paths):
+    code, out, err = run("check", "--no-cache", "--output-format", "sarif", *paths)
+    return json.loads(out)
+
+
+def test_uris_are_relative_to_the_repository_root_never_dot_dot(project, run, sarif_schema, monkeypatch):
+    (project.root / ".git").mkdir()
+    project.write("pkg/app.py", FIXED_FOREVER)
+    (project.root / "tools").mkdir()
+    monkeypatch.chdir(project.root / "tools")  # run from a subfolder, as a CI step might
+    document = _sarif(run, "../pkg/app.py")
+    _validate(document, sarif_schema)
+    run_ = document["runs"][0]
+    # The folder holding .git (the current directory is a real path, tmp_path may not be).
+    assert run_["originalUriBaseIds"]["%SRCROOT%"]["uri"] in {project.root.resolve().as_uri() + "/",
+                                                              project.root.as_uri() + "/"}
+    for result in run_["results"]:
+        artifact = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert artifact == {"uri": "pkg/app.py", "uriBaseId": "%SRCROOT%"}
+
+
+def test_partial_fingerprints_survive_lines_moving_and_tell_findings_apart(project, run, sarif_schema):
+    project.write("app.py", FIXED_FOREVER)
+    first = _sarif(run, "app.py")["runs"][0]["results"]
+    project.write("app.py", "# a comment\n\n\n" + FIXED_FOREVER.lstrip("\n"))
+    moved = _sarif(run, "app.py")
+    _validate(moved, sarif_schema)
+    moved = moved["runs"][0]["results"]
+    assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in moved] == \
+        [r["locations"][0]["physicalLocation"]["region"]["startLine"] + 3 for r in first]
+    prints = [r["partialFingerprints"]["primaryLocationLineHash"] for r in first]
+    assert prints == [r["partialFingerprints"]["primaryLocationLineHash"] for r in moved]
+    assert len(set(prints)) == len(prints) == 2
