@@ -48,6 +48,7 @@ _EXPORTS = {
     "assert_succeeded": "assertions",
     "DeadLetters": "dead_letters",
     "DeadLetter": "dead_letters",
+    "herd_check": "dispersion",
     "measure_dispersion": "dispersion",
     "assert_dispersed": "dispersion",
     "dispersion_of": "dispersion",
@@ -95,7 +96,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
     from .clock import FakeClock, current_clock  # noqa: F401
     from .backoffs import Backoff, Strategy, policy_at  # noqa: F401
     from .dead_letters import DeadLetter, DeadLetters  # noqa: F401
-    from .dispersion import DispersionLimits, DispersionReport, assert_dispersed, dispersion_of, measure_dispersion  # noqa: F401
+    from .dispersion import DispersionLimits, DispersionReport, assert_dispersed, dispersion_of, herd_check, measure_dispersion  # noqa: F401
     from .downstream import (  # noqa: F401
         CallRecord,
         DownstreamConnectionDropped,

@@ -1,4 +1,4 @@
-"""Assertions about a retry run (RETRY_DOCTRINE.md §1-§3). Plain functions: they raise
+"""Assertions about a retry run: bounded, backed off, jittered, transient-only. Plain functions: they raise
 :class:`RetryCheckFailed` (an ``AssertionError``) with the run's schedule in the message.
 
 Each accepts a :class:`~pytest_retry_check.trace.Trace`, a finished ``capture_trace`` or a
@@ -51,7 +51,7 @@ def _fail(check: str, problem: str, traces: Sequence[Trace]) -> RetryCheckFailed
     body = "".join(t.schedule() for t in traces[:3])
     if len(traces) > 3:
         body += f"(+{len(traces) - 3} more runs)\n"
-    return RetryCheckFailed(f"retry check '{check}' failed: {problem}\n{body}{swallowed_note()}")
+    return RetryCheckFailed(f"retry check '{check}' failed: {problem}\n{body}{swallowed_note([t.error for t in traces])}")
 
 
 NEVER_CALLED = (

@@ -5,7 +5,7 @@ A strategy says when a client gives up (``max_attempts``, ``deadline``) and, per
 draws the delay before each retry (``sampler(rng)`` returns ``delay(k)`` for retry k = 1, 2, ...).
 The built-in ones are the five of the AWS "Exponential Backoff And Jitter" comparison, with
 its conventions: the delay before retry k is drawn around ``min(cap, base * 2**k)``, so the
-first retry is centred on 2 x base (RETRY_DOCTRINE.md §1.3 writes the same formulas).
+first retry is centred on 2 x base.
 """
 
 from __future__ import annotations

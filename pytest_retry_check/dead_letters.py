@@ -1,4 +1,4 @@
-"""Capture what the code under test sends to its dead-letter queue (RETRY_DOCTRINE.md §4).
+"""Capture what the code under test sends to its dead-letter queue.
 
 Each dead letter must carry the original message, the failure reason, the attempt count and
 the first-received time. Hand the capture to the code as its DLQ (``DeadLetters.send`` takes
@@ -231,7 +231,8 @@ class DeadLetters:
                 problems.append(f"  originals expected {expected!r}, dead-lettered {got!r}")
         if problems:
             raise RetryCheckFailed(
-                "dead letters without context (RETRY_DOCTRINE §4: original message, failure reason, attempt count, first-received time):\n"
+                "dead letters without context (each needs the original message, the failure reason, the attempt count and "
+                "the first-received time, so that someone can investigate and replay it):\n"
                 + "\n".join(problems)
             )
 

@@ -1,4 +1,4 @@
-"""The herd check: clients that failed together must not retry together (RETRY_DOCTRINE.md §1.3).
+"""The herd check: clients that failed together must not retry together.
 
 :func:`measure_dispersion` runs the code under test as many independent clients -- a few hundred,
 each on its own virtual timeline, all against the same failure scenario (default: the
@@ -23,8 +23,8 @@ when the spread is below 0.15, or when half the clients follow the same schedule
 with a 3-sigma allowance for sampling noise (:data:`CONFIDENCE_Z`), so that a retry made by only
 20 clients does not fail a well-jittered policy by chance. Full, equal
 and decorrelated jitter and a ±50 % band stay well inside those lines (300 clients, worst of 30
-runs: peak 11-23 %, spread 0.28 or more); no jitter (100 %, 0) and ±1 % (100 %, ~0.01) are far
-beyond them. docs/plugin.md has the table.
+runs: peak 24 % at most, spread 0.27 or more); no jitter (100 %, 0) and ±1 % (100 %, ~0.01) are
+far beyond them. The plugin's documentation has the table.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ __all__ = [
     "RetryStats",
     "assert_dispersed",
     "dispersion_of",
+    "herd_check",
     "herd_scenarios",
     "measure_dispersion",
 ]
@@ -73,7 +74,7 @@ MIN_JUDGED_SHARE = 0.1
 CONFIDENCE_Z = 3.0
 
 FIX = """\
-fix: jitter every delay (RETRY_DOCTRINE.md §1.3): full jitter `delay = random.uniform(0, min(cap, base * 2 ** attempt))`
+fix: jitter every delay: full jitter `delay = random.uniform(0, min(cap, base * 2 ** attempt))`
   spreads best; equal jitter, decorrelated jitter or at least a ±50 % band also do. In the libraries:
   tenacity: wait=wait_random_exponential(multiplier=..., max=...)
   backoff:  keep the default jitter=backoff.full_jitter (not jitter=None)
@@ -533,7 +534,7 @@ def measure_dispersion(
     horizon: float = DEFAULT_MAX_VIRTUAL_TIME,
     **options: Any,
 ) -> DispersionReport:
-    """Run ``client(downstream)`` as ``clients`` independent clients against the same failure
+    """Alias of ``herd_check.measure(client)``. Run ``client(downstream)`` as ``clients`` independent clients against the same failure
     scenario and measure how their retries cluster. Never raises for a herd: read ``.passed``
     and ``.problems``, or use :func:`assert_dispersed`.
 
@@ -627,7 +628,7 @@ def _measure_async(client: Callable[[Any], Any], clients: int, scenario: Scenari
 
 
 def dispersion_of(runs: Iterable[Any], *, limits: Optional[DispersionLimits] = None, **options: Any) -> DispersionReport:
-    """Measure runs you collected yourself: each a ``Trace``, a finished ``capture_trace``, a
+    """Alias of ``herd_check.of(runs)``. Measure runs you collected yourself: each a ``Trace``, a finished ``capture_trace``, a
     ``FakeDownstream`` (all its calls) or a sequence of attempt times. Each run counts as one
     client; times are taken from each run's first attempt."""
     __tracebackhide__ = True
@@ -653,7 +654,7 @@ def dispersion_of(runs: Iterable[Any], *, limits: Optional[DispersionLimits] = N
 
 
 def assert_dispersed(client: Any, **options: Any) -> DispersionReport:
-    """Fail (``RetryCheckFailed``, an ``AssertionError``) when clients that failed together
+    """Alias of ``herd_check(client)``. Fail (``RetryCheckFailed``, an ``AssertionError``) when clients that failed together
     retry together. ``client`` is your code (see :func:`measure_dispersion`, whose keywords it
     takes) or a :class:`DispersionReport` already measured. The message shows a histogram of the
     retry instants, the peak window and the fix. Returns the report."""
@@ -672,8 +673,8 @@ def assert_dispersed(client: Any, **options: Any) -> DispersionReport:
 def failure_message(report: DispersionReport) -> str:
     if report.client_error:
         head = f"scenario: {report.scenario}\n" if report.scenario else ""
-        return f"retry check 'dispersed' failed: {report.client_error}\n{head}"
-    lines = ["retry check 'dispersed' failed: clients that failed together retry together (a thundering herd)"]
+        return f"herd check failed: {report.client_error}\n{head}"
+    lines = ["herd check failed: clients that failed together retry together (a thundering herd)"]
     lines += [f"- {p}" for p in report.problems]
     head = report.summary() + "\n"
     if report.scenario:
@@ -711,6 +712,8 @@ class HerdCheck:
         if unknown:
             raise TypeError(f"unknown herd_check setting(s) {sorted(unknown)}; known: {sorted(_OPTION_NAMES)}")
         self.defaults = defaults
+        #: Called with every report measured (the plugin's --retry-check-report listens).
+        self.on_report: Optional[Callable[[DispersionReport], None]] = None
 
     def _options(self, options: Dict[str, Any]) -> Dict[str, Any]:
         merged = dict(self.defaults)
@@ -723,11 +726,29 @@ class HerdCheck:
 
     def __call__(self, client: Any, **options: Any) -> DispersionReport:
         __tracebackhide__ = True
-        return assert_dispersed(client, **self._options(options))
+        if isinstance(client, DispersionReport):
+            return assert_dispersed(client, **options)
+        report = self.measure(client, **options)
+        return assert_dispersed(report)
 
     def measure(self, client: Any, **options: Any) -> DispersionReport:
         __tracebackhide__ = True
-        return measure_dispersion(client, **self._options(options))
+        report = measure_dispersion(client, **self._options(options))
+        if self.on_report is not None:
+            self.on_report(report)
+        return report
+
+    def of(self, runs: Iterable[Any], **limits: Any) -> DispersionReport:
+        """Measure runs you collected yourself (see :func:`dispersion_of`); does not assert."""
+        __tracebackhide__ = True
+        names = set(DispersionLimits.__dataclass_fields__) | {"limits"}
+        merged = {k: v for k, v in self.defaults.items() if k in names}
+        merged.update(limits)
+        report = dispersion_of(runs, **merged)
+        if self.on_report is not None:
+            self.on_report(report)
+        return report
+
 
 
 _OPTION_NAMES = (
@@ -735,3 +756,10 @@ _OPTION_NAMES = (
     | set(DispersionLimits.__dataclass_fields__)
     | set(Scenario.__dataclass_fields__)
 )
+
+#: The herd check, the one name for it: ``herd_check(client)`` asserts, ``herd_check.measure(client)``
+#: measures, ``herd_check.of(runs)`` measures runs you collected. The ``herd_check`` fixture is the
+#: same with defaults from ``@pytest.mark.herd_check(...)``. ``assert_dispersed``,
+#: ``measure_dispersion`` and ``dispersion_of`` are the earlier names, kept as aliases.
+herd_check = HerdCheck()
+ALIASES = {"assert_dispersed": "herd_check", "measure_dispersion": "herd_check.measure", "dispersion_of": "herd_check.of"}

@@ -33,6 +33,37 @@ _INI = {
 def pytest_addoption(parser: pytest.Parser) -> None:
     for name, (help_text, default) in _INI.items():
         parser.addini(name, help_text, default=default)
+    parser.getgroup("retry_check", "retry checks (pytest_retry_check)").addoption(
+        "--retry-check-report",
+        action="store_true",
+        default=False,
+        help="after the run, one line per fake downstream and herd check of each test: calls, waits, last answer",
+    )
+
+
+def _reporting(config: pytest.Config) -> bool:
+    return bool(config.getoption("retry_check_report", False))
+
+
+class _RetryCheckReport:
+    """Registered only with --retry-check-report: gathers the lines (from xdist workers too,
+    as user_properties) and prints them at the end."""
+
+    def __init__(self) -> None:
+        self.entries: List[Any] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.entries.extend((report.nodeid, value) for key, value in report.user_properties if key == "retry_check")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from .report import TITLE, terminal_lines
+
+        terminalreporter.write_sep("=", TITLE)
+        if not self.entries:
+            terminalreporter.write_line("no test used fake_downstream or herd_check")
+        for line in terminal_lines(self.entries):
+            terminalreporter.write_line(line)
 
 
 #: The forever-retry guard's sleep limit in a hypothesis ``@given`` test, unless set on the
@@ -42,6 +73,8 @@ GIVEN_MAX_SLEEPS = 100
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if _reporting(config) and not hasattr(config, "workerinput"):  # xdist workers send, the controller prints
+        config.pluginmanager.register(_RetryCheckReport(), "retry_check_report")
     # Checked once here: a bad value is one start-up error, not one error per test.
     for name in _INI:
         _ini_number(config, name, float if name == "retry_check_max_virtual_time" else int)
@@ -159,6 +192,11 @@ def fake_downstream(fake_clock: "FakeClock", request: pytest.FixtureRequest) -> 
     try:
         yield factory
     finally:
+        if _reporting(request.config):
+            from .report import downstream_line
+
+            for downstream in factory.made:
+                request.node.user_properties.append(("retry_check", downstream_line(downstream)))
         factory.close()
 
 
@@ -185,9 +223,14 @@ def herd_check(request: pytest.FixtureRequest) -> "HerdCheck":
     if marker is not None and marker.args:
         pytest.fail("@pytest.mark.herd_check takes keyword arguments only, e.g. herd_check(clients=500)", pytrace=False)
     try:
-        return HerdCheck(**(marker.kwargs if marker is not None else {}))
+        check = HerdCheck(**(marker.kwargs if marker is not None else {}))
     except TypeError as exc:
         pytest.fail(f"herd_check: {exc}", pytrace=False)
+    if _reporting(request.config):
+        from .report import herd_line
+
+        check.on_report = lambda report: request.node.user_properties.append(("retry_check", herd_line(report)))
+    return check
 
 
 def _swallowed() -> List[BaseException]:

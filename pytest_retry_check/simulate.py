@@ -2,7 +2,7 @@
 
 By default it reproduces the AWS "Exponential Backoff And Jitter" comparison (optimistic
 concurrency on one row, network |N(10 ms, 2 ms)|, base 5 ms, cap 2 s, 50 and 100 clients,
-100 runs) for the built-in strategies, next to the numbers in DESIGN_NOTES.md, and checks its
+100 runs) for the built-in strategies, next to the reference numbers of that model, and checks its
 ordering. Add your own policies:
 
     python -m pytest_retry_check.simulate --policy myservice/client.py:42   # the retry site retrylint reads there

@@ -56,7 +56,7 @@ __all__ = [
 DEFAULT_HORIZON = 3600.0
 DEFAULT_MAX_CALLS = 1_000_000
 
-#: DESIGN_NOTES.md: the AWS simulator's model reimplemented, 100 runs; clients -> strategy ->
+#: The AWS simulator's model reimplemented (the project's design notes), 100 runs; clients -> strategy ->
 #: (server calls, completion in ms). What :func:`aws_comparison` is measured against.
 AWS_REFERENCE: Dict[int, Dict[str, Tuple[float, float]]] = {
     50: {"none": (687, 1133), "exponential": (620, 36012), "equal": (347, 4159), "full": (333, 2924), "decorrelated": (374, 2175)},
@@ -564,7 +564,7 @@ def format_comparison(results: Sequence[SimulationResult], *, reference: Optiona
         "calls = server calls (work); ms = virtual time until every client succeeded or gave up",
     ]
     if reference:
-        lines.append("(ref) = DESIGN_NOTES.md's reimplementation of the AWS simulator")
+        lines.append("(ref) = the AWS \"Exponential Backoff And Jitter\" simulator's model reimplemented, means of 100 runs")
     lines += ["", head]
     for label in labels:
         row = f"{label:<{width}}"

@@ -158,13 +158,15 @@ def describe_swallowed(exceptions: Sequence[BaseException]) -> str:
     return "\n".join(parts)
 
 
-def swallowed_note() -> str:
-    """A line for a failure message when a capture_trace swallowed something in this test."""
-    if not SWALLOWED:
+def swallowed_note(shown: Sequence[Any] = ()) -> str:
+    """A line for a failure message when a capture_trace swallowed something in this test that
+    the message does not already show (``shown``: the errors of the traces it prints)."""
+    unseen = [e for e in SWALLOWED if not any(e is s for s in shown)]
+    if not unseen:
         return ""
-    last = SWALLOWED[-1]
+    last = unseen[-1]
     return (
-        f"note: capture_trace swallowed {len(SWALLOWED)} exception(s) in this test (recorded as the run raising); "
+        f"note: capture_trace swallowed {len(unseen)} exception(s) in this test (recorded as the run raising); "
         f"the last: {type(last).__name__}: {last}\n"
     )
 

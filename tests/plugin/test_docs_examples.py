@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import hypothesis  # noqa: F401  (kept loaded across pytester's in-process runs)
+import pytest
 import requests  # noqa: F401
 
 # Loaded here, so pytester's in-process runs (which drop modules they import) all share them.
@@ -84,3 +85,59 @@ def test_the_readme_plugin_example_fails_on_an_unbounded_policy(pytester):
     result = pytester.runpytest_inprocess("-p", "no:xdist", "-o", "asyncio_default_fixture_loop_scope=function")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*retry check 'bounded' failed: 8 attempts, more than max_attempts=6*", "*#            at        waited  result*"])
+
+
+# -- outputs shown in the docs are real ---------------------------------------------------------------
+REAL_OUTPUT = re.compile(r"```python\n(?P<code>(?:(?!```).)*)```\n\n<!-- real output of (?P<file>\S+) above.*?-->\n```text\n(?P<output>.*?)```", re.S)
+
+
+def _documented_outputs():
+    return [(m.group("file"), m.group("code"), m.group("output")) for m in REAL_OUTPUT.finditer(DOC.read_text(encoding="utf-8"))]
+
+
+def test_the_docs_show_real_outputs():
+    assert [name for name, _, _ in _documented_outputs()] == ["test_bounded.py", "test_herd.py"]
+
+
+def _pattern(line):
+    # "..." stands for lines or text left out; fnmatch's [ ] would be a character class.
+    return "*" + line.replace("...", "*").replace("[", "?").replace("]", "?")
+
+
+@pytest.mark.parametrize("name, code, output", _documented_outputs(), ids=lambda v: v if str(v).endswith(".py") else "")
+def test_each_documented_output_is_what_the_code_prints(pytester, name, code, output):
+    pytester.makepyfile(**{name[:-3]: code})
+    result = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:hypothesispytest", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([_pattern(line) for line in output.splitlines() if line.strip() != "..."])
+
+
+def test_the_jitter_table_verdicts_hold():
+    import random
+    import time
+
+    from pytest_retry_check import herd_check
+
+    from .herd_clients import make_client
+
+    def band(width):
+        def client(downstream):
+            for attempt in range(1, 11):
+                try:
+                    return downstream()
+                except ConnectionError:
+                    if attempt == 10:
+                        raise
+                    time.sleep(min(20.0, 2 ** (attempt - 1)) * random.uniform(1 - width, 1 + width))
+
+        return client
+
+    table = DOC.read_text(encoding="utf-8").split("| jitter | peak share | spread | verdict |", 1)[1].split("\n\n", 1)[0]
+    verdicts = {row.split("|")[1].strip(): row.split("|")[4].strip().split()[0] for row in table.splitlines()[2:]}
+    clients = {"none": make_client("none"), "±1 %": make_client("token"), "±10 %": band(0.1), "±20 %": band(0.2),
+               "±50 % band": make_client("band"), "equal": make_client("equal"), "decorrelated": make_client("decorrelated"),
+               "full": make_client("full")}
+    assert set(verdicts) == set(clients)
+    for kind, client in clients.items():
+        report = herd_check.measure(client, clients=300)
+        assert ("passes" if report.passed else "fails") == verdicts[kind].rstrip(","), (kind, report.summary())

@@ -185,3 +185,42 @@ def test_a_bad_ini_value_is_one_error_at_start_up(pytester, setting, says):
     text = result.stdout.str() + result.stderr.str()
     assert text.count(says) == 1, text
     assert "passed" not in text and "test_c" not in text
+
+
+# -- the terminal summary ---------------------------------------------------------------------------
+REPORTED = """
+    import tenacity
+
+    def test_policy(fake_downstream):
+        ds = fake_downstream(then=503, name="orders")
+        try:
+            tenacity.Retrying(stop=tenacity.stop_after_attempt(4), wait=tenacity.wait_exponential(), reraise=True)(ds)
+        except ConnectionError:
+            pass
+
+    def test_herd(herd_check):
+        herd_check(lambda ds: ds(), clients=20, outages=[])
+
+    def test_plain():
+        pass
+"""
+
+
+def test_retry_check_report_prints_one_line_per_downstream(pytester):
+    pytester.makepyfile(test_reported=REPORTED)
+    result = pytester.runpytest_inprocess("--retry-check-report", *FAST)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= retry check report =*",
+            "test_reported.py::test_policy  orders: 4 call(s) in 7.000 s; waits 1.000 2.000 4.000 s; last 503",
+            "test_reported.py::test_herd  herd check FAILED: 20 clients, 0 retried; nothing to judge",
+        ]
+    )
+    assert "test_plain  " not in result.stdout.str()
+
+
+def test_without_the_option_there_is_no_report(pytester):
+    pytester.makepyfile(test_reported=REPORTED)
+    result = pytester.runpytest_inprocess(*FAST)
+    assert "retry check report" not in result.stdout.str()
