@@ -2,7 +2,8 @@
 
 One pickle per (retrylint version, retrylint's own code, settings) under the cache directory
 (default ``.retrylint_cache`` in the project root, as ruff's ``.ruff_cache``), mapping each
-file's absolute path to the BLAKE2 digest of its bytes and its report. A changed file, a new
+file's absolute path to the BLAKE2 digest of its bytes and its report, stored as plain tuples
+(reading it back imports neither the engine nor libcst). A changed file, a new
 retrylint or another configuration simply misses. A broken or unreadable cache is ignored:
 the cache must never be the reason a run fails.
 """
@@ -10,6 +11,7 @@ the cache must never be the reason a run fails.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import pickle
@@ -19,7 +21,9 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from . import __version__
-from .engine import FileReport
+from .fix_model import Edit, Fix
+from .model import Location
+from .records import Record, Report
 from .settings import Settings
 
 DEFAULT_DIRECTORY = ".retrylint_cache"
@@ -45,6 +49,7 @@ def _canonical(value: Any) -> Any:
     return repr(value)
 
 
+@functools.lru_cache(maxsize=None)
 def _code_fingerprint() -> str:
     """retrylint's own sources (size and mtime): a development checkout changes without a new version."""
     parts = []
@@ -61,46 +66,124 @@ def key(settings: Settings) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
+def _encode(report) -> tuple:
+    findings = tuple(
+        (f.code, f.name, f.message, f.path, (f.location.line, f.location.column, f.location.end_line, f.location.end_column),
+         f.url, None if f.fix is None else (f.fix.safety, f.fix.message,
+                                           tuple((e.line, e.column, e.end_line, e.end_column, e.content) for e in f.fix.edits)))
+        for f in report.findings
+    )
+    return (report.path, report.notice, findings)
+
+
+def _decode(data: tuple) -> Report:
+    path, notice, findings = data
+    return Report(path, notice=notice, findings=[
+        Record(code, name, message, where, Location(*location), url,
+               None if fix is None else Fix(fix[0], fix[1], tuple(Edit(*edit) for edit in fix[2])))
+        for code, name, message, where, location, url, fix in findings
+    ])
+
+
 class Cache:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.entries: Dict[str, Tuple[str, FileReport]] = {}
-        self.dirty = False
+        #: the cache directory (``path`` is ``root/<version>/<key>.pickle``)
+        self.root = path.parent.parent
+        #: absolute path → (content digest, encoded report)
+        self.entries: Dict[str, Tuple[str, tuple]] = {}
+        #: what this run added: only these are written back (see save)
+        self.added: Dict[str, Tuple[str, tuple]] = {}
+        self.entries = self._load()
+
+    def _load(self) -> Dict[str, Tuple[str, tuple]]:
         try:
-            with open(path, "rb") as handle:
+            with open(self.path, "rb") as handle:
                 loaded = pickle.load(handle)
-            if isinstance(loaded, dict):
-                self.entries = loaded
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            self.entries = {}
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
 
     @classmethod
     def open(cls, directory: Path, settings: Settings) -> "Cache":
         return cls(directory / __version__ / f"{key(settings)}.pickle")
 
-    def get(self, path: Path, content_digest: str) -> Optional[FileReport]:
+    def get(self, path: Path, content_digest: str) -> Optional[Report]:
         entry = self.entries.get(str(path.absolute()))
         if entry is not None and entry[0] == content_digest:
-            return entry[1]
+            try:
+                return _decode(entry[1])
+            except (TypeError, ValueError):
+                return None  # a cache written by another layout: analyse again
         return None
 
-    def put(self, path: Path, content_digest: str, report: FileReport) -> None:
+    def put(self, path: Path, content_digest: str, report) -> None:
         if report.error:
             return  # an internal error is worth retrying next time
-        self.entries[str(path.absolute())] = (content_digest, report)
-        self.dirty = True
+        entry = (content_digest, _encode(report))
+        self.entries[str(path.absolute())] = self.added[str(path.absolute())] = entry
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.added)
 
     def save(self) -> None:
-        if not self.dirty:
+        """Write this run's entries. Parallel runs (pre-commit starts one per batch of files)
+        share the file: under a lock, the entries on disk now are read again and this run's
+        are merged into them, so no run overwrites what another one just wrote."""
+        if not self.added:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             gitignore = self.path.parent.parent / ".gitignore"
             if not gitignore.exists():
                 gitignore.write_text("# Automatically created by retrylint.\n*\n")
-            handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
-            with os.fdopen(handle, "wb") as out:
-                pickle.dump(self.entries, out, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, self.path)  # atomic: parallel runs never read half a cache
+            with _locked(self.path.with_suffix(".lock")):
+                merged = self._load()
+                merged.update(self.added)
+                handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
+                with os.fdopen(handle, "wb") as out:
+                    pickle.dump(merged, out, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(temporary, self.path)  # atomic: readers never see half a cache
+            self.entries = merged
+            self.added = {}
         except OSError:
             pass
+
+
+class _locked:
+    """An exclusive lock on ``path`` (``fcntl.flock``; ``msvcrt.locking`` on Windows)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        #: the cache directory (``path`` is ``root/<version>/<key>.pickle``)
+        self.root = path.parent.parent
+        self.handle = None
+
+    def __enter__(self) -> "_locked":
+        self.handle = open(self.path, "a+b")
+        try:
+            import fcntl
+
+            fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows
+            import msvcrt
+
+            self.handle.seek(0)
+            msvcrt.locking(self.handle.fileno(), msvcrt.LK_LOCK, 1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        assert self.handle is not None
+        try:
+            try:
+                import fcntl
+
+                fcntl.flock(self.handle.fileno(), fcntl.LOCK_UN)
+            except ImportError:  # pragma: no cover - Windows
+                import msvcrt
+
+                self.handle.seek(0)
+                msvcrt.locking(self.handle.fileno(), msvcrt.LK_UNLCK, 1)
+        finally:
+            self.handle.close()

@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .config import Config, ConfigError, find_config, load_config
-from .engine import Finding, SourceError, decode_source
-from .model import Location
 from .output import FORMATS, render, statistics, summary, text as text_output
-from .rules import BY_CODE, BY_NAME, RULES, SyntaxErrorRule
 from .runner import RunResult, run_scoped, run_stdin
 from .streams import PipeSafeWriter
 
@@ -330,6 +327,8 @@ def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, 
     standard error, since standard output is the source."""
     from .runner import _collect, fix_source, note_noqa_codes
 
+    from .engine import SourceError, decode_source
+
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     try:
@@ -368,6 +367,10 @@ def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, 
 
 
 def _check_stdin(args: argparse.Namespace, settings, config: Config) -> RunResult:
+    from .engine import Finding, SourceError, decode_source
+    from .model import Location
+    from .rules import SyntaxErrorRule
+
     data = sys.stdin.buffer.read()
     name = args.stdin_filename or "-"
     try:
@@ -408,7 +411,7 @@ def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO
 
 def _counts(result: RunResult) -> str:
     """What happened to every file: a run never skips one silently."""
-    unreadable = {f.path for f in result.findings if f.code == SyntaxErrorRule.code}
+    unreadable = {f.path for f in result.findings if f.code == "RTY001"}
     with_findings = {f.path for f in result.findings} - unreadable
     plural = "s" if result.files != 1 else ""
     return (
@@ -419,6 +422,8 @@ def _counts(result: RunResult) -> str:
 
 
 def cmd_rule(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .rules import BY_CODE, BY_NAME, RULES
+
     if args.all:
         width = max(len(r.name) for r in RULES)
         for rule in RULES:

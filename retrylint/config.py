@@ -15,7 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from .rules import BY_CODE, BY_NAME
+from .codes import CODES, NAMES
 from .settings import (
     DEFAULT_DEAD_LETTER_ATTEMPT_FIELDS,
     DEFAULT_DEAD_LETTER_FIRST_RECEIVED_FIELDS,
@@ -196,14 +196,14 @@ def expand_codes(selectors: Sequence[str], where: str) -> FrozenSet[str]:
         if not token:
             continue
         if token.upper() == "ALL":
-            out |= set(BY_CODE)
+            out |= set(NAMES)
             continue
-        if token in BY_NAME:
-            out.add(BY_NAME[token].code)
+        if token in CODES:
+            out.add(CODES[token])
             continue
-        matched = {code for code in BY_CODE if code.startswith(token.upper())}
+        matched = {code for code in NAMES if code.startswith(token.upper())}
         if not matched or not token.upper().startswith("RTY"):
-            known = ", ".join(sorted(BY_CODE))
+            known = ", ".join(sorted(NAMES))
             raise ConfigError(f"{where}: unknown rule code or prefix {selector!r} (known codes: {known})")
         out |= matched
     return frozenset(out)
@@ -223,7 +223,7 @@ def resolve(
     layer starts from its ``select`` when it has one (else from the layer before), adds its
     ``extend-select`` and removes its ``ignore``. So ``--select RTY202`` enables RTY202 even
     when the file ignores it, and ``--ignore`` removes a rule whatever the file selects."""
-    enabled = frozenset(BY_CODE)
+    enabled = frozenset(NAMES)
     if config.select is not None:
         enabled = expand_codes(config.select, "select")
     enabled |= expand_codes(list(config.extend_select), "extend-select")

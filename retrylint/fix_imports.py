@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Set, Tuple
 
-from .fixes import Edit, apply
+from .fix_model import Edit, apply
 from .model import Location
 
 

@@ -6,12 +6,14 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 from urllib.parse import quote
 
 from . import __version__
-from .engine import Finding
-from .rules import BY_CODE
+from .codes import NAMES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import Finding
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -70,7 +72,7 @@ def statistics(findings: Sequence[Finding], fmt: str = "text") -> str:
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if fmt == "json":
         items = [
-            {"code": code, "name": BY_CODE[code].name if code in BY_CODE else "", "count": count,
+            {"code": code, "name": NAMES.get(code, ""), "count": count,
              "fixable": code in fixable}
             for code, count in ordered
         ]
@@ -78,8 +80,7 @@ def statistics(findings: Sequence[Finding], fmt: str = "text") -> str:
     width = max((len(str(c)) for c in counts.values()), default=1)
     lines = []
     for code, count in ordered:
-        rule = BY_CODE.get(code)
-        lines.append(f"{count:>{width}}\t{code}\t{rule.name if rule else ''}")
+        lines.append(f"{count:>{width}}\t{code}\t{NAMES.get(code, '')}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -171,6 +172,8 @@ def fingerprints(findings: Sequence[Finding], root: Path) -> List[str]:
 
 
 def to_sarif(findings: Sequence[Finding]) -> str:
+    from .rules import BY_CODE
+
     codes = sorted({f.code for f in findings} | set(BY_CODE))
     index: Dict[str, int] = {code: i for i, code in enumerate(codes)}
     rules = []

@@ -10,18 +10,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .discovery import Candidate
-from .engine import FileReport, Finding, check_path, check_source
+from .records import Report
 from .settings import Settings
 
 if TYPE_CHECKING:
     from .cache import Cache
+    from .engine import FileReport, Finding
     from .resolver import Resolver, Scope
+
+
+def check_path(path: Path, display: str, settings: Settings, **kwargs) -> "FileReport":
+    """The engine's check of one file (imported on first use: start-up stays light)."""
+    from .engine import check_path as engine_check_path
+
+    return engine_check_path(path, display, settings, **kwargs)
+
+
+def check_source(text: str, display: str, settings: Settings, **kwargs) -> "FileReport":
+    from .engine import check_source as engine_check_source
+
+    return engine_check_source(text, display, settings, **kwargs)
 
 
 @dataclass
 class RunResult:
-    findings: List[Finding] = field(default_factory=list)
-    reports: List[FileReport] = field(default_factory=list)
+    findings: List["Finding"] = field(default_factory=list)
+    reports: List["FileReport"] = field(default_factory=list)
     #: "could not analyse" notices, one per file: (path, reason)
     notices: List[tuple] = field(default_factory=list)
     #: internal errors, one per file, and what could not be read or written: (path, reason)
@@ -138,12 +152,18 @@ def _reports(
     reports: List[Optional[FileReport]] = [None] * len(candidates)
     todo: List[int] = []
     digests: Dict[int, str] = {}
+    gates = None
+    if cache is not None and not want_policies:
+        from .quick import load_gates
+
+        gates = load_gates(cache.root)
     for index, candidate in enumerate(candidates):
         if cache is not None:
             try:
                 if not stat.S_ISREG(os.stat(candidate.path).st_mode):
                     raise OSError("not a regular file")  # a FIFO would block the read: check_path reports it
-                content = digests[index] = digest(candidate.path.read_bytes())
+                data = candidate.path.read_bytes()
+                content = digests[index] = digest(data)
             except OSError:
                 pass  # check_path reports it
             else:
@@ -151,6 +171,14 @@ def _reports(
                 if hit is not None:
                     reports[index] = _displayed(hit, display_path(candidate.path))
                     continue
+                if gates is not None:
+                    from .quick import is_clean
+
+                    if is_clean(data, gates):
+                        # What the engine would say, without importing it (see retrylint.quick).
+                        reports[index] = Report(display_path(candidate.path))
+                        cache.put(candidate.path, content, reports[index])
+                        continue
         todo.append(index)
     work = [(candidates[i].path, display_path(candidates[i].path)) for i in todo]
     for index, report in zip(todo, _check_all(work, settings, want_policies, jobs)):
@@ -159,6 +187,10 @@ def _reports(
             cache.put(candidates[index].path, digests[index], report)
     if cache is not None:
         cache.save()
+        if todo and gates is None:
+            from .quick import save_gates
+
+            save_gates(cache.root)
     return [r for r in reports if r is not None]
 
 
@@ -214,7 +246,7 @@ def _check_one(path: Path, display: str, settings: Settings, want_policies: bool
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - one file never stops the run
-        return FileReport(display, error=f"internal error: {type(exc).__name__}: {exc}")
+        return Report(display, error=f"internal error: {type(exc).__name__}: {exc}")
 
 
 def _displayed(report: FileReport, display: str) -> FileReport:
