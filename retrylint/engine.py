@@ -26,6 +26,7 @@ from .noqa import parse_suppressions
 from .rules import RULES, SyntaxErrorRule
 from .rules.base import Rule
 from .settings import Settings
+from .summaries import Summaries, summarise
 
 
 @dataclass(frozen=True)
@@ -115,9 +116,10 @@ def check_source(
     report = FileReport(display)
     code: Optional[str] = text
     active = None
+    tree: Optional[ast.Module] = None
     if narrowing:
         active = active_triggers(data if data is not None else text.encode("utf-8", "surrogatepass"), TRIGGERS)
-        code = _narrowed(text, active, report)
+        code, tree = _narrowed(text, active, report)
         if code is None:
             return report
     parsed = parse(code, display)
@@ -130,7 +132,7 @@ def check_source(
         report.notice = parsed
         return report
     try:
-        ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(parsed))
+        ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(parsed), summaries=_summaries(tree, text))
         policies = extract_policies(ctx, active)
         dead_letters = extract_dead_letters(ctx, active)
     except RecursionError:
@@ -170,39 +172,53 @@ def check_source(
     return report
 
 
-def _narrowed(text: str, active: List[Trigger], report: FileReport) -> Optional[str]:
-    """The code libcst must see (see :mod:`retrylint.narrowing`); None when the file is done.
+def _summaries(tree: Optional[ast.Module], text: str) -> Summaries:
+    """Facts about the module's functions, from the whole file (narrowing blanks helpers)."""
+    if tree is None:
+        try:
+            tree = _ast_parse(text)
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            return Summaries.EMPTY
+    try:
+        return summarise(tree)
+    except RecursionError:
+        return Summaries.EMPTY
+
+
+def _narrowed(text: str, active: List[Trigger], report: FileReport) -> Tuple[Optional[str], Optional[ast.Module]]:
+    """The code libcst must see (see :mod:`retrylint.narrowing`), and the file's ``ast``;
+    no code when the file is done.
 
     The standard ``ast`` is the syntax check of every file. When it refuses the file, libcst
     decides (it reads 3.12+ syntax on older Pythons) on the whole text.
     """
     if not active and _compiles(text):
-        return None  # nothing to analyse, and the syntax is sound
+        return None, None  # nothing to analyse, and the syntax is sound
     try:
         tree = _ast_parse(text)
     except SyntaxError as error:
         if "too many nested" in (error.msg or ""):
             # Past CPython's own limit; libcst's native parser would overflow the C stack.
             report.findings.append(_syntax_error(report.path, error))
-            return None
+            return None, None
         if active:
-            return text
+            return text, None
         parsed = parse(text, report.path)
         if isinstance(parsed, Finding):
             report.findings.append(parsed)
         elif isinstance(parsed, str):
             report.notice = parsed
-        return None
+        return None, None
     except (RecursionError, MemoryError) as exc:
         # Python itself cannot compile it (and libcst would take minutes to fail the same way).
         report.notice = f"could not analyse: the file is nested too deeply for Python's parser ({type(exc).__name__})"
-        return None
+        return None, None
     if not active:
-        return None
+        return None, None
     try:
-        return narrow_source(Source(text, tree), active)
+        return narrow_source(Source(text, tree), active), tree
     except RecursionError:
-        return text  # too deep to narrow (a long elif chain): libcst reads it all, or says why
+        return text, tree  # too deep to narrow (a long elif chain): libcst reads it all, or says why
 
 
 def _fix(rule: Rule, policy: RetryPolicy, fixer: Fixer) -> Optional[Fix]:

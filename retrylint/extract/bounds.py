@@ -284,6 +284,8 @@ def _is_flag(test: cst.BaseExpression) -> bool:
         return True
     if isinstance(test, cst.Call) and last_name(test.func) in _FLAG_METHODS and not test.args:
         return True
+    if isinstance(test, cst.Call) and last_name(test.func) == "wait" and isinstance(test.func, cst.Attribute):
+        return True  # ``while not self._stop.wait(5)``: a stop event (the wait is a delay)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
         right = test.comparisons[0].comparator

@@ -19,6 +19,7 @@ from libcst.metadata.scope_provider import Scope
 
 from ..model import Location
 from ..settings import Settings
+from ..summaries import Summaries, key_of
 from ..syntax import children, dotted_name, walk
 
 
@@ -52,12 +53,15 @@ def _from_recursion(exc: BaseException) -> bool:
 class ModuleContext:
     """libcst metadata for one module, resolved once and shared by every extractor."""
 
-    def __init__(self, module: cst.Module, path: str, settings: Settings, sleepers: FrozenSet[str] = frozenset()) -> None:
+    def __init__(self, module: cst.Module, path: str, settings: Settings, sleepers: FrozenSet[str] = frozenset(),
+                 summaries: Summaries = Summaries.EMPTY) -> None:
         self.module = module
         self.path = path
         self.settings = settings
         #: Functions and methods of the (whole, un-narrowed) module whose body waits.
         self.sleepers = sleepers
+        #: What the module's own helpers do (read from the whole file before narrowing).
+        self.summaries = summaries
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self._scopes = self._resolve(ScopeProvider)
         # Positions are a code-generation pass over the whole module: only a file with a
@@ -192,6 +196,15 @@ class ModuleContext:
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, cst.ClassDef):
                 return ancestor.name.value
+        return None
+
+    def helper_key(self, call: cst.Call) -> Optional[str]:
+        """The :mod:`retrylint.summaries` key of a call to this module's own helper."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return key_of(func.value, None, None)
+        if isinstance(func, cst.Attribute):
+            return key_of(func.attr.value, dotted_name(func.value), self.enclosing_class(call))
         return None
 
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:

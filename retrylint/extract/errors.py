@@ -10,6 +10,7 @@ import libcst as cst
 
 from ..model import CatchKind, Location, RetriedError
 from ..syntax import DEFERRED, EXITS, dotted_name, if_branches, last_name, outcomes, statements, walk, walk_local
+from ..summaries import NOT_YET_ERRNO
 from .context import ModuleContext
 from .status import HTTP_ERROR_BASES, HTTP_STATUS_EXCEPTIONS, status_set
 
@@ -51,8 +52,6 @@ NOT_YET_NAMES = frozenset(
         "BLOCKING_IO_WRITE_ERROR", "BLOCKING_IO_LOOKUP_ERROR",
     }
 )
-#: errno values that mean "interrupted" or "not ready": going round again is correct.
-_NOT_YET_ERRNO = re.compile(r"\b(EINTR|EAGAIN|EWOULDBLOCK|EINPROGRESS|EALREADY)\b")
 
 _FILTER_CALL = re.compile(r"(raise|retr|fatal|permanent|check|should|transient|recoverable|handle|is_|can_)", re.I)
 
@@ -84,10 +83,14 @@ def _not_yet(name: str) -> bool:
 
 
 def _retries_only_on_errno(handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:
-    """``except OSError as e: if e.errno == errno.EINTR: continue; raise``: EINTR handling."""
+    """``except OSError as e: if e.errno == errno.EINTR: continue; raise``: EINTR handling,
+    also when a helper of the module tests the errno (``if not _is_eintr(e): raise``)."""
     for node in walk_local(handler.body):
-        if isinstance(node, cst.If) and _NOT_YET_ERRNO.search(ctx.code(node.test)):
-            return True
+        if isinstance(node, cst.If):
+            if NOT_YET_ERRNO.search(ctx.code(node.test)):
+                return True
+            if any(isinstance(n, cst.Call) and ctx.summaries.tests_errno(ctx.helper_key(n)) for n in walk(node.test)):
+                return True
     return False
 
 

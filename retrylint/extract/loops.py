@@ -56,7 +56,7 @@ from ..syntax import (
     walk,
     walk_local,
 )
-from .bounds import GuardEnv, classify_guard, find_counters
+from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
@@ -65,10 +65,13 @@ from .status import ALL_STATUSES, mentions_status, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
-from .vocabulary import LEFTOVER, RETRY_DECISION, TRIVIAL_CALLS
+from .vocabulary import LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
+from .same_operation import AttemptReads, bookkeeping, changed_on_path, creates_missing
 from .waits import Sleep, sleep_of
 
-_PROMPTS = frozenset({"input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "rich.prompt.Prompt.ask"})
+_PROMPTS = frozenset({"input", "raw_input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "typer.confirm"})
+#: Prompt libraries: every call into them asks a person.
+_PROMPT_MODULES = ("questionary.", "inquirer.", "InquirerPy.", "PyInquirer.", "prompt_toolkit.", "rich.prompt.", "pick.")
 #: Calls that take the next item of a stream: going round again reads new data, it retries nothing.
 _STREAM_READS = frozenset(
     {
@@ -101,6 +104,8 @@ _TIMEOUT_CONTEXTS = frozenset(
         "trio.move_on_at",
     }
 )
+#: Cancel scopes that are a deadline only when given one (``anyio.CancelScope(deadline=...)``).
+_CANCEL_SCOPES = frozenset({"anyio.CancelScope", "trio.CancelScope"})
 _GIVE_UP_DLQ = ("dead", "dlq", "poison", "quarantine")
 
 
@@ -153,6 +158,9 @@ def extract_loops(ctx: ModuleContext) -> List[RetryPolicy]:
 def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]:
     assert isinstance(loop, (cst.For, cst.While))
     sleeps = [s for s in (_sleep(n, ctx) for n in walk_local(loop.body)) if s is not None]
+    if isinstance(loop, cst.While):
+        # ``while not self._stop.wait(5):`` waits before every attempt.
+        sleeps += [s for s in (_sleep(n, ctx) for n in walk(loop.test)) if s is not None]
     iteration = _iteration(loop, ctx, sleeps)
     if iteration is None:
         return None
@@ -169,11 +177,13 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         if t.retrying and t.success_exit and t.operation is not None and not _is_stream_read(t.operation)
         and not any(line < ctx.location(t.operation).line for line in reads)
     ]
+    # A failure path that changes what the next pass sends (or where) searches or repairs.
+    retry_trys = [t for t in (_same_operation_again(t, loop, ctx, writes) for t in retry_trys) if t.retrying]
     status = _status_site(loop, ctx, writes)
     if not retry_trys and status is None:
         return None
     operations = [t.operation for t in retry_trys if t.operation is not None]
-    if any(ctx.call_name(op) & _PROMPTS for op in operations):
+    if any(_prompts(t.node, ctx) for t in retry_trys):
         return None  # re-prompting a user is not retrying a failure
 
     counters = dict(iteration.counters)
@@ -205,6 +215,16 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         is_async=any(isinstance(n, cst.Await) for n in walk_local(loop.body))
         or bool(isinstance(loop, cst.For) and loop.asynchronous),
     )
+
+
+def _prompts(attempt: cst.Try, ctx: ModuleContext) -> bool:
+    """The attempt asks a person (``input()``, ``click.prompt``, ``questionary.text(...).ask()``)."""
+    for node in walk(attempt.body, skip=DEFERRED):
+        if isinstance(node, cst.Call):
+            names = ctx.call_name(node)
+            if names & _PROMPTS or any(n.startswith(_PROMPT_MODULES) for n in names):
+                return True
+    return False
 
 
 def _stream_read_lines(loop: cst.CSTNode, ctx: ModuleContext) -> List[int]:
@@ -395,11 +415,13 @@ def _analyse_try(
     operation = _operation(node, ctx)
     rest = rest_after(node, loop, ctx)
     rest_out = outcomes(rest)
-    loops_back = bool(rest_out & {FALL, CONTINUE})
+    loops_back = bool(rest_out & {FALL, CONTINUE}) and not _raises_through_helper(rest, ctx)
     retrying, exiting = [], []
     for handler in handlers:
-        result = outcomes(statements(handler.node.body))
-        if handler.polling or (_timeout_only(handler) and _attempt_waits_with_timeout(node, ctx)):
+        result = _handler_outcomes(handler, ctx)
+        if handler.polling or (_timeout_only(handler) and _attempt_waits_with_timeout(node, ctx)) or (
+            _rounds_only_when_pending(statements(handler.node.body), ctx)
+        ):
             # ``future.result(0.1)`` then ``except TimeoutError: continue``: waiting, not retrying.
             continue
         if CONTINUE in result:
@@ -418,6 +440,57 @@ def _analyse_try(
         success_exit=_success_exit(success_path, rest, loop, ctx, result_names),
         operation=operation,
     )
+
+
+def _handler_outcomes(handler: Handler, ctx: ModuleContext) -> FrozenSet[str]:
+    """What the handler does; one that hands the failure to a helper that always raises gives up."""
+    body = statements(handler.node.body)
+    result = outcomes(body)
+    if result & {FALL, CONTINUE} and _raises_through_helper(body, ctx):
+        return frozenset({RAISE})
+    return result
+
+
+def _raises_through_helper(stmts: Sequence[cst.CSTNode], ctx: ModuleContext) -> bool:
+    """A statement of ``stmts`` calls a helper of this module every path of which raises,
+    before anything can go round (``self._raise_for(e)``, ``_classify_and_raise(exc)``)."""
+    for statement in stmts:
+        if isinstance(statement, cst.Expr):
+            value = unwrap_await(statement.value)
+            if isinstance(value, cst.Call) and ctx.summaries.raises(ctx.helper_key(value)):
+                return True
+        if outcomes([statement]) & {CONTINUE} or not outcomes([statement]) & {FALL}:
+            return False
+    return False
+
+
+def _same_operation_again(
+    analysis: TryAnalysis, loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[Binding]]
+) -> TryAnalysis:
+    """Keep the handlers whose way back repeats the same operation on the same input.
+
+    A handler that changes what the attempt reads (the next port, the redirect target, a
+    shorter payload) searches or repairs, and so does one that creates what was missing
+    (``os.makedirs``); so does every handler of a ``for`` loop whose item is the input.
+    """
+    operation = analysis.operation
+    if operation is None:
+        return analysis
+    regions_of = {
+        id(h.node): [h.node] + (analysis.rest if FALL in _handler_outcomes(h, ctx) else [])
+        for h in analysis.retrying
+    }
+    reads = AttemptReads(operation, loop, ctx, writes, [r for regions in regions_of.values() for r in regions])
+    if isinstance(loop, cst.For):
+        items = [n for n in _names(loop.target) if n and not bookkeeping(n)]
+        if any(reads.reads(n) for n in items):
+            return replace(analysis, retrying=[])  # each pass takes the next candidate
+    kept = [
+        h for h in analysis.retrying
+        if changed_on_path(regions_of[id(h.node)], reads) is None
+        and not creates_missing(h.node, None, ctx)
+    ]
+    return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
 
 
 def _timeout_only(handler: Handler) -> bool:
@@ -441,6 +514,33 @@ def _attempt_waits_with_timeout(node: cst.Try, ctx: ModuleContext) -> bool:
     return False
 
 
+def _attempt_blocks(node: cst.Try, ctx: ModuleContext) -> bool:
+    """The attempt waits on something for a bounded time before it can fail: ``asyncio.wait_for(op(),
+    timeout=10)``, ``future.result(timeout=5)``, ``done.wait(2)``. Going round after it is not
+    immediate (a plain ``requests.get(url, timeout=5)`` can fail at once, so it does not count)."""
+    for call in walk(node.body, skip=DEFERRED):
+        if not isinstance(call, cst.Call):
+            continue
+        positional, keywords = call_args(call)
+        if ctx.call_name(call) & {"asyncio.wait_for"} and (len(positional) > 1 or "timeout" in keywords):
+            return True
+        if last_name(call.func) in _WAIT_METHODS and isinstance(call.func, cst.Attribute):
+            timeout_only = (len(positional) == 1 and not keywords and _is_timeout_value(positional[0])) or (
+                not positional and set(keywords) and set(keywords) <= _TIMEOUT_KEYWORDS | {"block"}
+            )
+            if timeout_only:
+                return True
+    return False
+
+
+def _is_timeout_value(expr: cst.BaseExpression) -> bool:
+    """``5``, ``0.5``, ``timeout``, ``self._poll_interval``: what a timed wait is given (not a URL)."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    name = dotted_name(expr) or ""
+    return bool(re.search(r"(timeout|wait|delay|interval|seconds|secs)", name.rsplit(".", 1)[-1], re.I))
+
+
 def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
     """The first call of the attempt that is not a wait or a trivial builtin.
 
@@ -449,14 +549,41 @@ def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
     attempt.
     """
     waiting: Optional[cst.Call] = None
+    bookkeeping_call: Optional[cst.Call] = None
     for n in walk(node.body, skip=DEFERRED):
         if isinstance(n, cst.Call) and not (ctx.call_name(n) & TRIVIAL_CALLS):
             sleep = sleep_of(n, ctx)
             if sleep is None:
+                if _bookkeeping_call(n, ctx):
+                    bookkeeping_call = bookkeeping_call or n
+                    continue
                 return n
             if sleep.delay is None:
                 waiting = n
-    return waiting
+    return waiting or bookkeeping_call
+
+
+#: Methods that read or reshape local data: never the operation a retry repeats.
+_LOCAL_METHODS = frozenset(
+    {
+        "index", "count", "copy", "keys", "values", "items", "format", "join", "split", "rsplit", "strip",
+        "encode", "decode", "lower", "upper", "startswith", "endswith", "isoformat", "append", "extend",
+        "total_seconds", "hexdigest", "uuid4", "getLogger",
+    }
+)
+
+
+def _bookkeeping_call(call: cst.Call, ctx: ModuleContext) -> bool:
+    """``time.monotonic()``, ``log.debug(...)``, ``items.index(x)``: not what the attempt does."""
+    if ctx.call_name(call) & TIME_FUNCTIONS:
+        return True
+    name = last_name(call.func) or ""
+    if isinstance(call.func, cst.Attribute) and name in _LOCAL_METHODS:
+        return True
+    receiver = (dotted_name(call.func.value) or "") if isinstance(call.func, cst.Attribute) else ""
+    return bool(_REPORTING.match(name)) and (
+        receiver.rsplit(".", 1)[-1].lower().lstrip("_") in ("log", "logger", "logging", "") or name.startswith("log")
+    )
 
 
 def _success_exit(
@@ -467,8 +594,12 @@ def _success_exit(
         if guard is None or is_success_test(guard.test, positive, ctx, result_names):
             return True
     if isinstance(loop, cst.While):
-        # ``while not done`` / ``while result is None``: the attempt itself sets the flag.
-        tested = set(_names(loop.test))
+        # ``while not done`` / ``while result is None``: the attempt itself sets the flag
+        # (not the timeout of ``while not stop.wait(timeout=refresh_time)``).
+        tested = set(_names(loop.test)) - {
+            n for call in walk(loop.test) if isinstance(call, cst.Call) and last_name(call.func) == "wait"
+            for arg in call.args for n in _names(arg.value)
+        }
         for root in attempt:
             for node in walk(root, skip=DEFERRED + LOOPS + (cst.ExceptHandler,)):
                 if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
@@ -533,15 +664,22 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
     tail = body[start:]
     retried: Set[int] = set()
     exits_on_success = False
+    if _rounds_only_when_pending(tail, ctx):
+        return None  # ``if data["error"] == "authorization_pending": continue``: a poll
     for status in sorted(ALL_STATUSES):
         result = status_outcomes(tail, status, ctx)
-        # Retried: the status only ever goes round again. Success: a 2xx can leave
+        # Retried: the status only ever goes round again (a 3xx that goes round follows a
+        # redirect, a 1xx is no answer yet). Success: a 2xx can leave
         # (``if node_configs: return node_configs`` after the status check).
-        if result & {FALL, CONTINUE} and not result & {RETURN, BREAK}:
+        if result & {FALL, CONTINUE} and not result & {RETURN, BREAK} and 400 <= status < 600:
             retried.add(status)
         if 200 <= status < 300 and result & {RETURN, BREAK}:
             exits_on_success = True
     if not retried or not exits_on_success:
+        return None
+    if all(400 <= s < 500 and s not in (408, 429) for s in retried):
+        # Only chosen client errors go round (``if status in (404, 403): sleep; continue``):
+        # the loop waits for something to exist or be allowed, as readiness checks do.
         return None
     region = [n for s in tail for n in walk_local(s)]
     status_ifs = [n for n in region if isinstance(n, cst.If) and not _in_handler(n, loop, ctx)]
@@ -560,6 +698,27 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         for branch in _success_branches(n, ctx)
     )
     return StatusSite(first, _response_call(first, writes), final, success)
+
+
+def _rounds_only_when_pending(stmts: Sequence[cst.CSTNode], ctx: ModuleContext) -> bool:
+    """An ``if`` on a protocol's "not yet" answer goes round, and what follows it leaves."""
+    for index, statement in enumerate(stmts):
+        if not isinstance(statement, cst.If) or not _tests_pending(statement.test):
+            continue
+        body, _ = if_branches(statement)
+        after = outcomes(stmts[index + 1 :])
+        if outcomes(body) & {CONTINUE, FALL} and after and after <= EXITS:
+            return True
+    return False
+
+
+def _tests_pending(test: cst.BaseExpression) -> bool:
+    for node in walk(test):
+        if isinstance(node, cst.SimpleString) and PENDING.search(node.value):
+            return True
+        if isinstance(node, cst.Attribute) and PENDING.search(node.attr.value) and node.attr.value.isupper():
+            return True  # ``State.PENDING``
+    return False
 
 
 def _explicit_permanent_handling(status_ifs: List[cst.If], retried: FrozenSet[int], ctx: ModuleContext) -> FrozenSet[int]:
@@ -815,7 +974,12 @@ def _enclosing_timeout(loop: cst.CSTNode, ctx: ModuleContext) -> Num:
         if isinstance(ancestor, cst.With):
             for item in ancestor.items:
                 call = unwrap_await(item.item)
-                if isinstance(call, cst.Call) and ctx.call_name(call) & _TIMEOUT_CONTEXTS:
+                if not isinstance(call, cst.Call):
+                    continue
+                names = ctx.call_name(call)
+                if names & _CANCEL_SCOPES and "deadline" in call_args(call)[1]:
+                    return UNKNOWN  # an absolute deadline: a bound, of a value we cannot read
+                if names & _TIMEOUT_CONTEXTS:
                     positional, keywords = call_args(call)
                     value = positional[0] if positional else next(iter(keywords.values()), None)
                     return _const(value, DelayEnv(ctx)) if value is not None else UNKNOWN
@@ -895,8 +1059,13 @@ def _delay(
         for handler in analysis.retrying:
             own = [s for s in usable if ctx.is_inside(s.call, handler.node)]
             falls = FALL in outcomes(statements(handler.node.body))
-            paths.append(top + before_operation + own + (rest_sleeps if falls else []))
-            hidden.append(_hidden_wait(analysis, handler, ctx))
+            if own and all(_sometimes(s.call, handler.node, loop, ctx) for s in own) and not (top or before_operation):
+                # ``if ttl < TTL / 2: time.sleep(0.05)``: some retries wait, others do not.
+                paths.append([])
+                hidden.append(True)
+            else:
+                paths.append(top + before_operation + own + (rest_sleeps if falls else []))
+                hidden.append(_hidden_wait(analysis, handler, ctx) or _attempt_blocks(analysis.node, ctx))
             timeouts.append(bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names))
             owners.append(handler.names or ("everything",))
     if status is not None:
@@ -928,6 +1097,37 @@ def _delay(
         anchor = sleep.call if sleep is not None and len(sleeps_used) == 1 else None
         return replace(first, honours_retry_after=honours), where, (), anchor
     return Delay(DelayKind.UNKNOWN, text=first.text), None, tuple(dict.fromkeys(immediate)), None
+
+
+def _sometimes(sleep: cst.Call, handler: cst.ExceptHandler, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """The sleep sits in one branch of an ``if`` of the handler whose other way goes round without it."""
+    delay_names = set(_names(sleep))
+    for ancestor in _ancestors_until(sleep, handler, ctx):
+        if not isinstance(ancestor, cst.If) or set(_names(ancestor.test)) & delay_names:
+            continue  # ``if watch_delay: time.sleep(watch_delay)`` only skips a delay not configured
+        if _before_last_attempt(ancestor.test, loop):
+            continue  # ``if attempt < ATTEMPTS: time.sleep(2)``: no wait after the last attempt
+        body, orelse = if_branches(ancestor)
+        other = orelse if ctx.is_inside(sleep, ancestor.body) else body
+        if other is None:
+            other = rest_after(ancestor, handler, ctx)  # what runs when the test fails
+        if outcomes(other) & {FALL, CONTINUE} and not any(
+            isinstance(n, cst.Call) and sleep_of(n, ctx) is not None for st in other for n in walk(st)
+        ):
+            return True
+    return False
+
+
+def _before_last_attempt(test: cst.BaseExpression, loop: cst.CSTNode) -> bool:
+    """``attempt < MAX_ATTEMPTS`` where the loop header counts to ``MAX_ATTEMPTS``."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    limit = test.comparisons[0].comparator
+    header = loop.iter if isinstance(loop, cst.For) else loop.test  # type: ignore[attr-defined]
+    if isinstance(limit, (cst.Integer, cst.Name, cst.Attribute)):
+        text = dotted_name(limit) or (limit.value if isinstance(limit, cst.Integer) else "")
+        return bool(text) and text in _names(header) + [n.value for n in walk(header) if isinstance(n, cst.Integer)]
+    return False
 
 
 def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: ModuleContext) -> List[Sleep]:

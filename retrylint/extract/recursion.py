@@ -8,7 +8,6 @@ something (a tree, a list of hosts) and is not a retry.
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -32,6 +31,7 @@ from .context import ModuleContext
 from .delays import DelayEnv, classify
 from .waits import sleep_of
 from .errors import describe_handler, retried_error
+from .same_operation import creates_missing
 from .loops import combine_delays
 from .status import status_set
 
@@ -134,7 +134,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     if roles is None:
         return None
     failure = _failure_context(call, func, ctx)
-    if isinstance(failure, cst.ExceptHandler) and _creates_before(failure, call, ctx):
+    if isinstance(failure, cst.ExceptHandler) and creates_missing(failure.body, ctx.location(call).line, ctx):
         return None  # "not found: create it, then run again" repairs the cause; it does not retry
     counters = _counters(func, call, roles, ctx)
     for name in counters:
@@ -290,22 +290,6 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
     if all(role == "pass" for role in roles.values()):
         return Bound(text="")
     return Bound(attempts=UNKNOWN)
-
-
-#: Calls that create what was missing; after one, running again meets a different state.
-_CREATES = re.compile(r"^_*(create|make|mkdir|makedirs|ensure|init|initiali[sz]e|setup|set_up|install|provision|bootstrap)(_|$)", re.IGNORECASE)
-
-
-def _creates_before(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> bool:
-    """The handler calls ``create_table(...)``/``os.makedirs(...)`` before calling itself again."""
-    line = ctx.location(call).line
-    for node in walk(handler.body, skip=DEFERRED):
-        if isinstance(node, cst.Call) and node is not call and ctx.location(node).line < line:
-            func = node.func
-            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-            if _CREATES.match(name):
-                return True
-    return False
 
 
 def _flag_set_before_call(guard: cst.If, call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> bool:

@@ -11,3 +11,10 @@ TRIVIAL_CALLS = frozenset({"int", "float", "str", "bool", "len", "dict", "list",
 RETRY_DECISION = re.compile(r"(retry|retriable|retryable)", re.I)
 #: Names of what is still failing: ``if not to_retry: break`` means everything succeeded.
 LEFTOVER = re.compile(r"(retry|retries|fail|error|pending|remaining|left|todo|unfinished|outstanding|missing)", re.I)
+#: A protocol's "not yet" answer: ``authorization_pending`` (OAuth device flow), ``slow_down``,
+#: a job ``IN_PROGRESS``. A loop that goes round only on one of these polls; it retries no failure.
+PENDING = re.compile(
+    r"(pending|slow_down|in_?progress|not_?ready|not_?yet|processing|provisioning|queued|running|"
+    r"waiting|starting|creating|initiali[sz]ing|accepted)",
+    re.I,
+)

@@ -48,6 +48,9 @@ SLEEPERS = Trigger(
     text=Words(*_WAIT_WORDS, ignore_case=True), calls=frozenset(_WAIT_WORDS), partial=True, context=True, called=True
 )
 
+#: Names of calls that answer a question about waiting rather than wait.
+_GETTER = re.compile(r"(^|_)(get|compute|calc|calculate|remaining)(_|$)", re.I)
+
 SLEEP_WRAPPER = re.compile(r"^_*(a?sleep|sleep_?(fn|func|function|for)?)$", re.I)
 
 
@@ -93,6 +96,8 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
         if len(positional) == 1 and not keywords:
             return Sleep(call, positional[0])
     if name and WAITISH.search(name) and name != "wait_for" and not (names & {"asyncio.wait_for", "asyncio.wait"}):
+        if _GETTER.search(name):
+            return None  # ``self._get_max_wait()``, ``wait_get_result()``: it returns a value
         return Sleep(call, None, "named")
     if _calls_a_sleeper(call, ctx):
         return Sleep(call, None, "helper")

@@ -1,0 +1,195 @@
+"""Is the next pass the same operation on the same input? Retry, or search and repair.
+
+A loop goes round after a failure for many reasons. It is a *retry* only when the next
+pass repeats the same operation on the same input: what failed is expected to succeed
+later, unchanged. When the failure path changes what is sent or where (the next port,
+the next candidate name, the redirect target, a shorter payload, the parent frame, a
+state machine's next state) the loop searches or repairs; going round immediately and
+without a bound is then what it should do.
+
+The question is asked of the failure path (an ``except`` handler that goes round, and
+what runs after it before the loop head; a branch that goes round on an HTTP status):
+does it assign or mutate a name the attempt reads? The attempt's reads are the
+operation's arguments, the values they are computed from earlier in the iteration, and
+the tests of the ``if`` statements that choose the operation. Excepted, because the next
+pass still repeats the same request:
+
+* counters and timing (``attempt += 1``, ``delay *= 2``, ``timeout=...`` arguments);
+* a fresh connection or client as the operation's receiver (``self.conn = connect()``),
+  unless it is taken from a list of alternatives (``next(hosts)``, ``servers[i]``).
+
+A handler that creates what was missing (``os.makedirs``, ``create_table``) repairs the
+cause; the recursion extractor applies the same test to functions calling themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Optional, Sequence, Set
+
+import libcst as cst
+
+from ..syntax import DEFERRED, dotted_name, last_name, unwrap_await, walk
+from .context import Binding, ModuleContext
+
+#: Calls that create what was missing; after one, running again meets a different state.
+CREATES = re.compile(
+    r"^_*(create|make|mkdir|makedirs|ensure|init|initiali[sz]e|setup|set_up|install|provision|bootstrap)(_|$)",
+    re.IGNORECASE,
+)
+#: Words of names whose change does not change the request: counters, clocks, delays, errors.
+_BOOKKEEPING = re.compile(
+    r"^(attempts?\w*|retr\w*|tries|try|tried|backoff|delays?|sleep\w*|waits?|interval|timeouts?|"
+    r"deadline|elapsed|err\w*|exc\w*|fail\w*|last|jitter|cooldown|iterations?|rounds?)$",
+    re.IGNORECASE,
+)
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def bookkeeping(name: str) -> bool:
+    """``attempt``, ``self._retry_count``, ``lastError``, ``backoff_s``: a name that counts or times."""
+    last = name.rsplit(".", 1)[-1]
+    return any(_BOOKKEEPING.match(word) for word in _WORDS.findall(last))
+
+
+#: Keyword arguments that tune an attempt without changing what it asks for.
+_TUNING_KEYWORDS = re.compile(r"(timeout|attempt|retr|tries|deadline|wait|backoff|delay)", re.I)
+#: Methods that put something new into a container (``del``, ``pop`` and ``clear`` only drop a
+#: cached handle, so the next pass makes the same request afresh).
+_MUTATORS = frozenset(
+    {
+        "append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault", "rotate",
+    }
+)
+#: A receiver taken from alternatives: ``next(hosts)``, ``self._pick_server()``, ``urls[i]``.
+_ALTERNATIVE_CALL = re.compile(
+    r"^_*(next|rotate|fail_?over|fallback|alternat\w*|other|switch|select|pick|choose|choice|cycle)(_|$)", re.I
+)
+
+
+def _names(node: cst.CSTNode) -> List[str]:
+    return [dotted_name(n) or "" for n in walk(node, skip=DEFERRED) if isinstance(n, (cst.Name, cst.Attribute))]
+
+
+def _matches(changed: str, read: Iterable[str]) -> bool:
+    """``self.index`` changes ``self.index`` and ``self.index.host``, not ``self``."""
+    return any(r == changed or r.startswith(changed + ".") for r in read)
+
+
+class AttemptReads:
+    """What one attempt of a loop reads: the operation's inputs and the tests that chose it.
+
+    ``inputs``: the operation's arguments (tuning keywords aside) and the tests of the ifs
+    in the loop that choose it; ``receivers``: the object it is called on. Each with the
+    values it is computed from earlier in the iteration.
+    """
+
+    def __init__(self, operation: cst.Call, loop: cst.CSTNode, ctx: ModuleContext,
+                 writes: Dict[str, List[Binding]], failure_regions: Sequence[cst.CSTNode]) -> None:
+        self.ctx = ctx
+        self._writes = writes
+        self._failure_regions = failure_regions
+        func = operation.func
+        receivers = set(_names(func.value)) if isinstance(func, cst.Attribute) else set()
+        inputs: Set[str] = set()
+        for arg in operation.args:
+            if arg.keyword is not None and _TUNING_KEYWORDS.search(arg.keyword.value):
+                continue
+            inputs.update(_names(arg.value))
+        for ancestor in ctx.ancestors(operation):
+            if ancestor is loop:
+                break
+            if isinstance(ancestor, cst.If) and not ctx.is_inside(operation, ancestor.test):
+                inputs.update(_names(ancestor.test))
+        self.inputs = self._closure(inputs) - {""}
+        self.receivers = self._closure(receivers) - {""}
+
+    def reads(self, name: str) -> bool:
+        """Does the attempt read ``name`` (as an input, or as what it is called on)?"""
+        return _matches(name, self.inputs | self.receivers)
+
+    def _closure(self, names: Set[str]) -> Set[str]:
+        seen = set(names)
+        todo = list(names)
+        while todo:
+            name = todo.pop()
+            for binding in self._writes.get(name, ()):
+                if binding.value is None or any(self.ctx.is_inside(binding.node, r) for r in self._failure_regions):
+                    continue
+                for read in _names(binding.value):
+                    if read not in seen:
+                        seen.add(read)
+                        todo.append(read)
+        return seen
+
+
+def changed_on_path(regions: Sequence[cst.CSTNode], reads: AttemptReads) -> Optional[str]:
+    """The first name the failure path changes that the attempt reads; None when it changes none."""
+    ctx = reads.ctx
+    for region in regions:
+        for node in walk(region, skip=DEFERRED):
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                for name, bindings in ctx.writes_in(node).items():
+                    if _changes_input(name, bindings, reads):
+                        return name
+                for target in _subscript_targets(node):
+                    if _matches(target, reads.inputs | reads.receivers) and not bookkeeping(target):
+                        return target
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                if node.func.attr.value in _MUTATORS:
+                    owner = dotted_name(node.func.value)
+                    if owner and _matches(owner, reads.inputs | reads.receivers) and not bookkeeping(owner):
+                        return owner
+    return None
+
+
+def _subscript_targets(node: cst.CSTNode) -> List[str]:
+    """``cache[key] = v`` changes ``cache``."""
+    targets: List[cst.BaseExpression] = []
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        targets = [node.target]
+    out = []
+    for target in targets:
+        if isinstance(target, cst.Subscript):
+            name = dotted_name(target.value)
+            if name:
+                out.append(name)
+    return out
+
+
+def _changes_input(name: str, bindings: Sequence[Binding], reads: AttemptReads) -> bool:
+    if bookkeeping(name):
+        return False
+    if _matches(name, reads.inputs):
+        return True
+    # A new connection or client for the same request is a reconnect, unless it is the
+    # next of several alternatives or a step from the old one (``frame = frame.f_back``).
+    return _matches(name, reads.receivers) and any(
+        _takes_alternative(b.value) or _matches(name, _names(b.value)) or b.kind == "augassign"
+        for b in bindings if b.value is not None
+    )
+
+
+def _takes_alternative(value: cst.BaseExpression) -> bool:
+    value = unwrap_await(value)
+    for node in walk(value, skip=DEFERRED):
+        if isinstance(node, cst.Subscript):
+            return True
+        if isinstance(node, cst.Call):
+            name = last_name(node.func) or ""
+            if _ALTERNATIVE_CALL.match(name) or name in ("pop", "popleft"):
+                return True
+    return False
+
+
+def creates_missing(region: cst.CSTNode, before_line: Optional[int], ctx: ModuleContext) -> bool:
+    """The failure path calls ``create_table(...)``/``os.makedirs(...)`` (before ``before_line``)."""
+    for node in walk(region, skip=DEFERRED):
+        if isinstance(node, (cst.Expr, cst.Assign)):  # a step of the path, not ``raise make_error(e)``
+            call = unwrap_await(node.value)
+            if isinstance(call, cst.Call) and CREATES.match(last_name(call.func) or ""):
+                if before_line is None or ctx.location(call).line < before_line:
+                    return True
+    return False
