@@ -415,4 +415,3 @@ class FakeClock(Timeline):
     def __repr__(self) -> str:
         state = "active" if self.active else "inactive"
         return f"<FakeClock {state} now=+{self.now():.6f}s sleeps={len(self.sleeps)} at {self.utcnow().isoformat()}>"
-

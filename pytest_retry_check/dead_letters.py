@@ -241,4 +241,3 @@ def _describe_send(entry: DeadLetter) -> str:
     parts = [repr(a) for a in entry.args] + [f"{k}={v!r}" for k, v in entry.kwargs.items()]
     text = f"send({', '.join(parts)})"
     return text if len(text) <= 300 else text[:297] + "..."
-

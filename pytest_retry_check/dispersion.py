@@ -750,7 +750,6 @@ class HerdCheck:
         return report
 
 
-
 _OPTION_NAMES = (
     {"clients", "scenario", "limits", "max_attempts", "horizon"}
     | set(DispersionLimits.__dataclass_fields__)

@@ -82,5 +82,3 @@ def responses_callback(downstream: "FakeDownstream", request: Any) -> Tuple[int,
     if record.outcome.kind == "drop":
         raise requests.exceptions.ConnectionError("Connection aborted: the server closed the connection without an answer", request=request)
     return status, headers, data
-
-

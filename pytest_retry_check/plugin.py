@@ -149,15 +149,49 @@ def fake_clock(request: pytest.FixtureRequest) -> Generator["FakeClock", None, N
         pytest.fail(f"fake_clock: {exc}", pytrace=False)
     if _under_given(request) and settings["max_sleeps"] == GIVEN_MAX_SLEEPS:
         clock.hint = GIVEN_HINT
+    from . import realtime
+
+    idle_at_start = realtime.idle_seconds()
     clock.start()
     try:
         yield clock
     finally:
         clock.stop()
+    _warn_if_waited_for_real(clock, realtime.idle_seconds() - idle_at_start)
     report = request.node.stash.get(_CALL_REPORT, None)
     expected = clock.tripped is not None and clock.tripped.expected_by_test  # caught by pytest.raises
     if clock.tripped is not None and not expected and report is not None and report.passed:
         pytest.fail(f"the retry guard tripped but the code under test swallowed it:\n{clock.tripped}", pytrace=False)
+
+
+class RealTimeWarning(UserWarning):
+    """The test waited for real while its fake clock stood still."""
+
+
+def _warn_if_waited_for_real(clock: "FakeClock", idle: float) -> None:
+    # The downstream catches a real sleep between two of its calls; this catches the rest
+    # (no downstream, or a real sleep after the last call) over the whole test, as a warning:
+    # a test may wait for real on purpose (a subprocess, a thread joined without real_waits()).
+    from . import realtime
+
+    limit = clock.max_real_wait
+    if limit is None or clock.real_wait_entries or idle <= 2 * limit:
+        return
+    virtual = clock.virtual_elapsed()
+    if virtual >= idle / 2:
+        return
+    held = realtime.holders()
+    where = f"; real sleep functions held at: {'; '.join(held)}" if held else ""
+    import warnings
+
+    warnings.warn(
+        RealTimeWarning(
+            f"the test waited {idle:.1f} real seconds while its fake clock moved {virtual:.3f} s: a sleep function "
+            f"captured before the clock started sleeps for real{where}. (Waiting on purpose? use fake_clock.real_waits(), "
+            "or @pytest.mark.fake_clock(max_real_wait=None).)"
+        ),
+        stacklevel=2,
+    )
 
 
 class DownstreamFactory:

@@ -286,6 +286,10 @@ class Timeline:
         """The epoch time of a virtual time given as seconds since the origin."""
         return self.start_datetime.timestamp() + self._origin_us / 1e6 + virtual_seconds
 
+    def virtual_elapsed(self) -> float:
+        """Virtual seconds since the timeline was created (``reset()`` does not change it)."""
+        return self._now_us / 1e6
+
     @property
     def total_slept(self) -> float:
         return sum(s.seconds for s in self.sleeps)
@@ -397,4 +401,3 @@ def format_schedule(records: Sequence[SleepRecord], *, head: int = 10, tail: int
             f"{record.kind:<13}  {record.where}{cut}"
         )
     return "\n".join(lines) + "\n"
-

@@ -272,3 +272,24 @@ def test_nothing_dead_lettered_names_the_exception_that_was_swallowed(fake_downs
         handle({"order": 1}, dead_letters)
     with pytest.raises(RetryCheckFailed, match=r"(?s)nothing was sent.*swallowed 1 exception.*AttributeError.*push_message"):
         dead_letters.assert_context()
+
+
+def test_real_waiting_without_any_downstream_call_is_warned_about(pytester):
+    pytester.makepyfile(
+        """
+        import pytest_retry_check.realtime as realtime
+
+        def test_it(monkeypatch, fake_clock):  # monkeypatch first: undone after the clock's check
+            real_idle = realtime.idle_seconds
+            monkeypatch.setattr(realtime, "idle_seconds", lambda: real_idle() + 5.0)  # 5 real seconds pass
+
+        def test_on_purpose(monkeypatch, fake_clock):
+            real_idle = realtime.idle_seconds
+            with fake_clock.real_waits():
+                monkeypatch.setattr(realtime, "idle_seconds", lambda: real_idle() + 5.0)
+        """
+    )
+    result = pytester.runpytest_inprocess(*FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*RealTimeWarning: the test waited 5.0 real seconds while its fake clock moved 0.000 s*"])
+    assert result.stdout.str().count("RealTimeWarning:") == 1
