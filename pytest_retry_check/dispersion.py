@@ -165,6 +165,8 @@ class DispersionReport:
     #: When clients were broken (raised before calling the downstream, or a programming
     #: error): what they raised, the first with its traceback. Nothing else is judged then.
     client_error: str = field(default="", repr=False)
+    #: The problem of a client that never stopped retrying, when one did.
+    forever: str = ""
 
     # -- numbers ----------------------------------------------------------------------------
     @property
@@ -448,6 +450,7 @@ def _build(
         common_schedule=tuple(t / 1e6 for t in common) if identical > 1 else (),
         raised=raised,
         client_error=client_error,
+        forever=forever or "",
     )
     return replace(report, problems=_judge(report, forever))
 
@@ -595,6 +598,9 @@ def _measure_sync(client: Callable[[Any], Any], clients: int, scenario: Scenario
             results = run_sequential(client, clients, downstream_for, clock=clock, after_each=after_each)
     finally:
         downstream.close()
+    if not bugs and not any(len(s) > 1 for s in schedules):
+        # Nobody retried and some raised: what they raised is the story, not the scenario.
+        bugs = [(r.index, r.error, len(s)) for r, s in zip(results, schedules) if r.outcome == "raised" and r.error is not None]
     client_error = describe_bugs(bugs, len(results), clients, stopped=len(results) < clients and results[-1].outcome != "guard") if bugs else ""
     return _build(
         schedules, limits, outcomes=outcomes, forever=_forever(results), where=where[0] if where else "", scenario=described,
@@ -620,6 +626,8 @@ def _measure_async(client: Callable[[Any], Any], clients: int, scenario: Scenari
     if forever is None and unfinished:
         forever = f"{len(unfinished)} client(s) were still retrying after {format_seconds(horizon)} of virtual time (first: #{unfinished[0]})"
     bugs = bugs_of(results, [len(d.calls) for d in downstreams])
+    if not bugs and not any(len(s) > 1 for s in schedules):
+        bugs = [(r.index, r.error, len(d.calls)) for r, d in zip(results, downstreams) if r.outcome == "raised" and r.error is not None]
     return _build(
         schedules, limits, outcomes=outcomes, forever=forever, where=_first_sleep_site(clock.sleeps), scenario=described,
         raised=raised_counts([r.error for r in results if r.outcome == "raised"]),
@@ -674,14 +682,22 @@ def failure_message(report: DispersionReport) -> str:
     if report.client_error:
         head = f"scenario: {report.scenario}\n" if report.scenario else ""
         return f"herd check failed: {report.client_error}\n{head}"
-    lines = ["herd check failed: clients that failed together retry together (a thundering herd)"]
+    # A herd only when retries were judged and found clustered; "nobody retried" or "retried
+    # forever" alone get no jitter advice.
+    herd = bool(report.judged) and any(p != report.forever for p in report.problems)
+    title = "clients that failed together retry together (a thundering herd)" if herd else "nothing was judged a herd, but"
+    lines = [f"herd check failed: {title}"]
     lines += [f"- {p}" for p in report.problems]
     head = report.summary() + "\n"
     if report.scenario:
         head += f"scenario: {report.scenario}\n"
     if report.where:
         head += f"retry sleeps from: {report.where}\n"
+    if report.raised:
+        head += f"clients that raised: {format_counts(report.raised)}\n"
     body = head + (report.histogram() + report.table() if report.retrying_clients else "")
+    if not herd:
+        return "\n".join(lines) + "\n" + body
     immediate = [r for r in report.judged if r.immediate and r.peak_share_low > report.limits.max_peak_share]
     fix = FIX_IMMEDIATE if immediate else FIX
     return "\n".join(lines) + "\n" + body + fix + "\n"

@@ -293,3 +293,30 @@ def test_real_waiting_without_any_downstream_call_is_warned_about(pytester):
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*RealTimeWarning: the test waited 5.0 real seconds while its fake clock moved 0.000 s*"])
     assert result.stdout.str().count("RealTimeWarning:") == 1
+
+
+def test_an_async_client_that_raises_is_reported_as_such():
+    async def client(downstream):
+        return await downstream.acall_with_retry()  # AttributeError
+
+    with pytest.raises(RetryCheckFailed, match="the client under test raised AttributeError") as failed:
+        assert_dispersed(client, clients=20)
+    assert "jitter every delay" not in str(failed.value)
+
+
+def test_clients_that_all_raise_without_retrying_show_what_they_raised():
+    def client(downstream):
+        try:
+            return downstream()
+        except ConnectionError:
+            raise ValueError("no retry here: the policy gives up at once")
+
+    message = failure_message(measure_dispersion(client, clients=20))
+    assert "raised ValueError" in message and "no retry here" in message
+    assert "thundering herd" not in message and "jitter every delay" not in message
+
+
+def test_nobody_retrying_gets_no_jitter_advice():
+    message = failure_message(measure_dispersion(make_client("full"), clients=20, outages=[]))
+    assert "no client retried" in message
+    assert "thundering herd" not in message and "jitter every delay" not in message
