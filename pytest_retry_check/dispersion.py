@@ -378,6 +378,13 @@ def _judge(report: DispersionReport, forever: Optional[str]) -> Tuple[str, ...]:
     problems: List[str] = []
     if forever:
         problems.append(forever)
+    if report.clients == 0:
+        ran = len(report.outcomes)
+        problems.append(
+            f"the downstream was never called by any {f'of the {ran} clients' if ran else 'client'}: is the client wired to this fake "
+            "(downstream.url, an in-process route, or the object itself), and does it call it?"
+        )
+        return tuple(problems)
     if report.retrying_clients == 0:
         problems.append(f"no client retried (of {report.clients}): script a failure that every client meets, e.g. outages=[(0, 30)]")
         return tuple(problems)

@@ -320,3 +320,9 @@ def test_nobody_retrying_gets_no_jitter_advice():
     message = failure_message(measure_dispersion(make_client("full"), clients=20, outages=[]))
     assert "no client retried" in message
     assert "thundering herd" not in message and "jitter every delay" not in message
+
+
+def test_a_herd_check_whose_clients_never_call_the_fake_says_so():
+    message = failure_message(measure_dispersion(lambda downstream: "called another URL", clients=20))
+    assert "the downstream was never called by any of the 20 clients" in message
+    assert "jitter every delay" not in message
