@@ -93,7 +93,9 @@ def raised(cls: type, message: str) -> RetryGuardTripped:
     the metaclass only when the type is not the very class asked about."""
     sub = _RAISED.get(cls)
     if sub is None:
-        sub = _RAISED[cls] = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        # Pickled as the public class (the private one cannot be found by name).
+        reduce = lambda self: (cls, self.args)  # noqa: E731
+        sub = _RAISED[cls] = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__reduce__": reduce})
     return sub(message)
 
 

@@ -224,3 +224,16 @@ def test_without_the_option_there_is_no_report(pytester):
     pytester.makepyfile(test_reported=REPORTED)
     result = pytester.runpytest_inprocess(*FAST)
     assert "retry check report" not in result.stdout.str()
+
+
+def test_a_raised_trip_pickles_as_the_public_class():
+    import pickle
+
+    from pytest_retry_check import FakeClock, RetryGuardTripped
+
+    clock = FakeClock(max_sleeps=1)
+    clock.sleep(1)
+    with pytest.raises(RetryGuardTripped) as tripped:
+        clock.sleep(1)
+    copy = pickle.loads(pickle.dumps(tripped.value))
+    assert type(copy) is RetryGuardTripped and str(copy) == str(tripped.value)
