@@ -38,6 +38,26 @@ def _jobs(value: str) -> int:
     return jobs
 
 
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs a number of seconds, not {value!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"needs a number of seconds (0: no limit), not {value!r}")
+    return seconds
+
+
+def _megabytes(value: str) -> int:
+    try:
+        megabytes = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs a whole number of megabytes, not {value!r}") from None
+    if megabytes < 0:
+        raise argparse.ArgumentTypeError(f"needs a whole number of megabytes (0: no limit), not {value!r}")
+    return megabytes
+
+
 def _codes(value: str) -> List[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -87,6 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them (implies --fix)")
     check.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                        help="worker processes (default: the machine's CPU count; 1: no workers)")
+    from .budget import DEFAULT_MEMORY_MB, DEFAULT_SECONDS
+
+    check.add_argument("--file-timeout", type=_seconds, default=DEFAULT_SECONDS, metavar="SECONDS",
+                       help=f"a file still being analysed after SECONDS is reported as \"could not be analysed\" "
+                       f"(default: {DEFAULT_SECONDS:g}; 0: no limit)")
+    check.add_argument("--file-memory", type=_megabytes, default=DEFAULT_MEMORY_MB, metavar="MB",
+                       help=f"a file whose analysis needs more than MB megabytes is reported as \"could not be "
+                       f"analysed\" (default: {DEFAULT_MEMORY_MB}; 0: no limit; Linux only)")
     check.add_argument("--no-cache", action="store_true", help="analyse every file, neither read nor write the cache")
     check.add_argument("--cache-dir", metavar="DIR",
                        help=f"where to keep the results cache (default: {DEFAULT_CACHE} in the project root, "
@@ -241,8 +269,11 @@ def _check(args: argparse.Namespace, paths: List[str], resolver, out: TextIO, er
         result = RunResult()
         code = _fix_files(candidates, args, resolver, out, err, result)
     else:
+        from .budget import Budget
+
         result = run_scoped(candidates, resolver, jobs=args.jobs or os.cpu_count() or 1,
-                            cache_for=lambda scope: _cache(args, scope.settings, scope.config))
+                            cache_for=lambda scope: _cache(args, scope.settings, scope.config),
+                            budget=Budget(args.file_timeout, args.file_memory))
         code = None
     result.errors[:0] = unreadable
     if code is not None:

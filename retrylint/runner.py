@@ -102,6 +102,7 @@ def run_scoped(
     resolver: "Resolver",
     jobs: int = 1,
     cache_for: Optional[Callable[["Scope"], Optional["Cache"]]] = None,
+    budget: Optional["Budget"] = None,
 ) -> RunResult:
     """Check every candidate with the settings of its own (nearest) configuration; the result
     lists files in the candidates' order whatever configuration each one has."""
@@ -113,7 +114,7 @@ def run_scoped(
     for indices in groups.values():
         scope = scopes[indices[0]]
         cache = cache_for(scope) if cache_for is not None else None
-        for index, report in zip(indices, _reports([candidates[i] for i in indices], scope.settings, False, jobs, cache)):
+        for index, report in zip(indices, _reports([candidates[i] for i in indices], scope.settings, False, jobs, cache, budget)):
             reports[index] = report
     result = RunResult()
     for candidate, report, scope in zip(candidates, reports, scopes):
@@ -146,6 +147,7 @@ def _reports(
     want_policies: bool,
     jobs: int,
     cache: Optional["Cache"],
+    budget: Optional["Budget"] = None,
 ) -> List[FileReport]:
     from .cache import digest
 
@@ -181,7 +183,7 @@ def _reports(
                         continue
         todo.append(index)
     work = [(candidates[i].path, display_path(candidates[i].path)) for i in todo]
-    for index, report in zip(todo, _check_all(work, settings, want_policies, jobs)):
+    for index, report in zip(todo, _check_all(work, settings, want_policies, jobs, budget)):
         reports[index] = report
         if cache is not None and index in digests:
             cache.put(candidates[index].path, digests[index], report)
@@ -198,7 +200,13 @@ def _reports(
 _PARALLEL_MINIMUM = 16
 
 
-def _check_all(work: List[Tuple[Path, str]], settings: Settings, want_policies: bool, jobs: int) -> Iterator[FileReport]:
+def _check_all(work: List[Tuple[Path, str]], settings: Settings, want_policies: bool, jobs: int,
+               budget: Optional["Budget"] = None) -> Iterator[FileReport]:
+    if budget is not None and budget.enabled and not want_policies and work:
+        from .budget import check_within_budget
+
+        yield from check_within_budget(work, settings, max(1, jobs), budget, _check_one)  # type: ignore[misc]
+        return
     if jobs <= 1 or want_policies or len(work) < _PARALLEL_MINIMUM:
         for path, display in work:
             yield _check_one(path, display, settings, want_policies)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import retrylint.budget
 import retrylint.cache
 import retrylint.runner
 
@@ -21,6 +22,9 @@ def analysed(monkeypatch):
         return real(path, display, settings, **kwargs)
 
     monkeypatch.setattr(retrylint.runner, "check_path", counting)
+    # Analysed here, not in budget workers (whose calls this list would not see).
+    monkeypatch.setattr(retrylint.budget, "DEFAULT_SECONDS", 0)
+    monkeypatch.setattr(retrylint.budget, "DEFAULT_MEMORY_MB", 0)
     return seen
 
 

@@ -1,0 +1,189 @@
+"""A time and memory budget per file: a pathological file (twenty thousand retry sites, one
+call with a 200,000-item literal, which libcst's native parser alone takes 11 s and 1.6 GB to
+read) is reported as "could not be analysed in N s" instead of taking minutes and gigabytes.
+
+Neither limit can be enforced inside the process that runs the analysis: a signal waits until
+libcst's native parser returns, and an allocation that fails in it aborts the whole process.
+So files that need the engine are analysed in worker processes: each worker gets one file at a
+time; a worker still busy after ``seconds`` is killed; a worker limits its own address space
+(``RLIMIT_AS``, on Linux) to what it had plus ``memory_mb``, and one that dies on a file (its
+allocation failed, or the system killed it) has that file reported as over the memory budget.
+A new worker takes its place. With both limits off (0), files are analysed as before: in this
+process for a few, in a process pool for many.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional, Tuple
+
+from .records import Report
+from .settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from multiprocessing.connection import Connection
+
+#: Defaults of ``--file-timeout`` (seconds) and ``--file-memory`` (MB).
+DEFAULT_SECONDS = 30.0
+DEFAULT_MEMORY_MB = 2048
+
+
+#: Seconds a new worker may take to import the engine before its first file's budget starts.
+_STARTING = 60.0
+
+
+@dataclass(frozen=True)
+class Budget:
+    seconds: float = DEFAULT_SECONDS
+    memory_mb: int = DEFAULT_MEMORY_MB
+
+    @property
+    def enabled(self) -> bool:
+        return self.seconds > 0 or self.memory_mb > 0
+
+
+def over_time(display: str, seconds: float) -> Report:
+    return Report(display, notice=f"could not be analysed in {seconds:g} s (the time budget per file: --file-timeout)")
+
+
+def over_memory(display: str, memory_mb: int) -> Report:
+    return Report(display, notice=f"could not be analysed within {memory_mb} MB of memory "
+                                  "(the memory budget per file: --file-memory)")
+
+
+def _limit_memory(memory_mb: int) -> None:
+    if memory_mb <= 0:
+        return
+    try:
+        import resource
+
+        with open("/proc/self/statm") as statm:
+            current = int(statm.read().split()[0]) * resource.getpagesize()
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = current + memory_mb * 2**20
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, OSError, ValueError):
+        pass  # not Linux: the time budget still holds
+
+
+def _serve(connection: "Connection", settings: Settings, memory_mb: int,
+           check: Callable[[Path, str, Settings, bool], object]) -> None:
+    """A worker: analyse one file per request until told to stop."""
+    # An allocation that fails in native code prints a Rust backtrace: the report says it instead.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    _limit_memory(memory_mb)
+    try:
+        from . import engine  # noqa: F401 - imported before the first file's budget starts
+    except Exception:  # noqa: BLE001 - the check itself reports what is broken
+        pass
+    while True:
+        try:
+            item = connection.recv()
+        except (EOFError, OSError):
+            return
+        if item is None:
+            return
+        path, display = item
+        connection.send(("start", None))  # the budget counts from here, not from the imports
+        connection.send(("done", check(path, display, settings, False)))
+
+
+class _Worker:
+    def __init__(self, settings: Settings, budget: Budget, check) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context()
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, settings, budget.memory_mb, check), daemon=True)
+        self.process.start()
+        child.close()
+        self.task: Optional[int] = None
+        self.started = 0.0
+
+    def give(self, index: int, item: Tuple[Path, str]) -> None:
+        # Until the worker says it started (its first file waits for the engine's import),
+        # it has a minute more.
+        self.task, self.started = index, time.monotonic() + _STARTING
+        self.connection.send(item)
+
+    def stop(self, kill: bool = False) -> None:
+        try:
+            if kill:
+                self.process.kill()
+            else:
+                self.connection.send(None)
+        except (OSError, ValueError):
+            pass
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
+
+
+def check_within_budget(work: List[Tuple[Path, str]], settings: Settings, jobs: int, budget: Budget,
+                        check: Callable[[Path, str, Settings, bool], object]) -> List[object]:
+    """Each file's report, analysed in at most ``jobs`` workers under ``budget``."""
+    from multiprocessing.connection import wait
+
+    reports: Dict[int, object] = {}
+    order = sorted(range(len(work)), key=lambda i: -_size(work[i][0]))  # biggest first
+    pending: Deque[int] = deque(order)
+    workers: List[_Worker] = []
+    try:
+        while pending or any(w.task is not None for w in workers):
+            idle = [w for w in workers if w.task is None]
+            while pending and (idle or len(workers) < jobs):
+                worker = idle.pop() if idle else _Worker(settings, budget, check)
+                if worker not in workers:
+                    workers.append(worker)
+                index = pending.popleft()
+                worker.give(index, work[index])
+            busy = [w for w in workers if w.task is not None]
+            timeout = None
+            if budget.seconds > 0:
+                now = time.monotonic()
+                timeout = max(0.0, min(w.started + budget.seconds - now for w in busy))
+            ready = wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout)
+            for worker in busy:
+                index = worker.task
+                assert index is not None
+                display = work[index][1]
+                if worker.connection in ready:
+                    try:
+                        kind, report = worker.connection.recv()
+                    except (EOFError, OSError):
+                        pass  # it died: below
+                    else:
+                        if kind == "start":
+                            worker.started = time.monotonic()
+                        else:
+                            reports[index] = report
+                            worker.task = None
+                        continue
+                if worker.connection in ready or worker.process.sentinel in ready:
+                    reports[index] = over_memory(display, budget.memory_mb)
+                elif budget.seconds > 0 and time.monotonic() - worker.started >= budget.seconds:
+                    reports[index] = over_time(display, budget.seconds)
+                else:
+                    continue
+                worker.stop(kill=True)
+                workers.remove(worker)
+    finally:
+        for worker in workers:
+            worker.stop(kill=worker.task is not None)
+    return [reports[i] for i in range(len(work))]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,53 @@
+"""A time and memory budget per file: a pathological file is reported as "could not be
+analysed" in bounded time and memory, and the other files of the run are still checked."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from .conftest import FIXED_FOREVER, codes
+
+SITE = """
+def f{i}(call):
+    while True:
+        try:
+            return call()
+        except ConnectionError:
+            time.sleep(5)
+"""
+
+
+def test_a_file_over_the_time_budget_is_a_notice_and_the_rest_is_checked(project, run):
+    # 3,000 retry sites: about fifteen seconds of analysis.
+    project.write("many.py", "import time\n" + "".join(SITE.format(i=i) for i in range(3000)))
+    project.write("app.py", FIXED_FOREVER)
+    started = time.monotonic()
+    code, out, err = run("check", "--no-cache", "--file-timeout", "3", "many.py", "app.py")
+    assert time.monotonic() - started < 30
+    assert "retrylint: warning: many.py: could not be analysed in 3 s (the time budget per file: --file-timeout)" in err
+    assert codes(out) == ["RTY101", "RTY202"] and code == 1, err  # app.py's findings
+    assert "Checked 2 files: 1 with findings, 0 not parsed (RTY001), 1 could not be analysed, 0 failed." in err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory budget is RLIMIT_AS, on Linux")
+def test_a_file_over_the_memory_budget_is_a_notice(project, run):
+    # libcst's native parser needs about 8 KB per item of this literal.
+    project.write("literal.py", "import tenacity\nx = tenacity.Retrying(retry=tenacity.retry_if_exception_type(("
+                  + ", ".join(str(i) for i in range(100_000)) + ")))\n")
+    project.write("app.py", FIXED_FOREVER)
+    code, out, err = run("check", "--no-cache", "--file-memory", "200", "literal.py", "app.py")
+    assert "retrylint: warning: literal.py: could not be analysed within 200 MB of memory" in err
+    assert codes(out) == ["RTY101", "RTY202"] and code == 1
+    assert "Traceback" not in err and "memory allocation" not in err
+
+
+@pytest.mark.parametrize("option, value", [("--file-timeout", "soon"), ("--file-timeout", "-1"),
+                                           ("--file-memory", "1.5"), ("--file-memory", "-2")])
+def test_bad_budgets_are_usage_errors(project, run, option, value):
+    project.write("app.py", FIXED_FOREVER)
+    with pytest.raises(SystemExit) as exit_:
+        run("check", option, value, "app.py")
+    assert exit_.value.code == 2
