@@ -88,27 +88,33 @@ def test_the_readme_plugin_example_fails_on_an_unbounded_policy(pytester):
 
 
 # -- outputs shown in the docs are real ---------------------------------------------------------------
-REAL_OUTPUT = re.compile(r"```python\n(?P<code>(?:(?!```).)*)```\n\n<!-- real output of (?P<file>\S+) above.*?-->\n```text\n(?P<output>.*?)```", re.S)
+REAL_OUTPUT = re.compile(
+    r"```python\n(?P<code>(?:(?!```).)*)```\n\n<!-- real output of (?P<file>\S+) above(?:, run with (?P<option>\S+))?.*?-->\n"
+    r"```text\n(?P<output>.*?)```",
+    re.S,
+)
 
 
 def _documented_outputs():
-    return [(m.group("file"), m.group("code"), m.group("output")) for m in REAL_OUTPUT.finditer(DOC.read_text(encoding="utf-8"))]
+    return [(m.group("file"), m.group("code"), m.group("output"), m.group("option")) for m in REAL_OUTPUT.finditer(DOC.read_text(encoding="utf-8"))]
 
 
 def test_the_docs_show_real_outputs():
-    assert [name for name, _, _ in _documented_outputs()] == ["test_bounded.py", "test_herd.py"]
+    assert [name for name, _, _, _ in _documented_outputs()] == ["test_bounded.py", "test_orders.py", "test_herd.py"]
 
 
 def _pattern(line):
-    # "..." stands for lines or text left out; fnmatch's [ ] would be a character class.
+    # "..." stands for lines or text left out; fnmatch's [ ] would be a character class; a
+    # separator line's width depends on the terminal.
+    line = re.sub(r"^=+ (.*?) =+$", r"*= \1 =*", line)
     return "*" + line.replace("...", "*").replace("[", "?").replace("]", "?")
 
 
-@pytest.mark.parametrize("name, code, output", _documented_outputs(), ids=lambda v: v if str(v).endswith(".py") else "")
-def test_each_documented_output_is_what_the_code_prints(pytester, name, code, output):
+@pytest.mark.parametrize("name, code, output, option", _documented_outputs(), ids=lambda v: v if str(v).endswith(".py") else "")
+def test_each_documented_output_is_what_the_code_prints(pytester, name, code, output, option):
     pytester.makepyfile(**{name[:-3]: code})
-    result = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:hypothesispytest", "-o", "asyncio_default_fixture_loop_scope=function")
-    result.assert_outcomes(failed=1)
+    options = [option] if option else []
+    result = pytester.runpytest_inprocess(*options, "-p", "no:xdist", "-p", "no:hypothesispytest", "-o", "asyncio_default_fixture_loop_scope=function")
     result.stdout.fnmatch_lines([_pattern(line) for line in output.splitlines() if line.strip() != "..."])
 
 
