@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..fixes import Fix, Fixer
 from ..settings import Settings
 
-DOCS_URL = "https://retrylint.readthedocs.io/en/latest/rules/{code}/"
+#: Each rule's page in the repository, generated from its docstring by docs/rules/generate.py.
+DOCS_URL = "https://github.com/retrylint/retrylint/blob/main/docs/rules/{code}.md"
 
 
 @dataclass(frozen=True)
