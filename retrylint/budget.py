@@ -95,6 +95,10 @@ def _serve(connection: "Connection", settings: Settings, memory_mb: int,
         connection.send(("done", check(path, display, settings, False)))
 
 
+#: Files sent to a worker ahead of the one it is analysing: it never waits for the next one.
+_AHEAD = 2
+
+
 class _Worker:
     def __init__(self, settings: Settings, budget: Budget, check) -> None:
         import multiprocessing
@@ -104,13 +108,16 @@ class _Worker:
         self.process = context.Process(target=_serve, args=(child, settings, budget.memory_mb, check), daemon=True)
         self.process.start()
         child.close()
-        self.task: Optional[int] = None
+        #: files sent, in order; the first is being analysed once it said "start"
+        self.queue: Deque[int] = deque()
+        #: when the first file of the queue started; until it says so (a new worker imports
+        #: the engine first), when it was sent plus a minute
         self.started = 0.0
 
     def give(self, index: int, item: Tuple[Path, str]) -> None:
-        # Until the worker says it started (its first file waits for the engine's import),
-        # it has a minute more.
-        self.task, self.started = index, time.monotonic() + _STARTING
+        if not self.queue:
+            self.started = time.monotonic() + _STARTING
+        self.queue.append(index)
         self.connection.send(item)
 
     def stop(self, kill: bool = False) -> None:
@@ -138,24 +145,20 @@ def check_within_budget(work: List[Tuple[Path, str]], settings: Settings, jobs: 
     pending: Deque[int] = deque(order)
     workers: List[_Worker] = []
     try:
-        while pending or any(w.task is not None for w in workers):
-            idle = [w for w in workers if w.task is None]
-            while pending and (idle or len(workers) < jobs):
-                worker = idle.pop() if idle else _Worker(settings, budget, check)
-                if worker not in workers:
-                    workers.append(worker)
-                index = pending.popleft()
-                worker.give(index, work[index])
-            busy = [w for w in workers if w.task is not None]
+        while pending or any(w.queue for w in workers):
+            while pending and len(workers) < jobs:
+                workers.append(_Worker(settings, budget, check))
+            for worker in workers:
+                while pending and len(worker.queue) < _AHEAD:
+                    index = pending.popleft()
+                    worker.give(index, work[index])
+            busy = [w for w in workers if w.queue]
             timeout = None
             if budget.seconds > 0:
-                now = time.monotonic()
-                timeout = max(0.0, min(w.started + budget.seconds - now for w in busy))
+                timeout = max(0.0, min(w.started + budget.seconds for w in busy) - time.monotonic())
             ready = wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout)
             for worker in busy:
-                index = worker.task
-                assert index is not None
-                display = work[index][1]
+                index = worker.queue[0]
                 if worker.connection in ready:
                     try:
                         kind, report = worker.connection.recv()
@@ -166,19 +169,23 @@ def check_within_budget(work: List[Tuple[Path, str]], settings: Settings, jobs: 
                             worker.started = time.monotonic()
                         else:
                             reports[index] = report
-                            worker.task = None
+                            worker.queue.popleft()
+                            worker.started = time.monotonic() + _STARTING  # until the next "start"
                         continue
+                display = work[index][1]
                 if worker.connection in ready or worker.process.sentinel in ready:
                     reports[index] = over_memory(display, budget.memory_mb)
-                elif budget.seconds > 0 and time.monotonic() - worker.started >= budget.seconds:
+                elif budget.seconds > 0 and time.monotonic() >= worker.started + budget.seconds:
                     reports[index] = over_time(display, budget.seconds)
                 else:
                     continue
+                worker.queue.popleft()
+                pending.extendleft(reversed(worker.queue))  # sent ahead, never started: to another worker
                 worker.stop(kill=True)
                 workers.remove(worker)
     finally:
         for worker in workers:
-            worker.stop(kill=worker.task is not None)
+            worker.stop(kill=bool(worker.queue))
     return [reports[i] for i in range(len(work))]
 
 
