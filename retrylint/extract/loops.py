@@ -66,10 +66,14 @@ from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
-from .same_operation import AttemptReads, bookkeeping, changed_on_path, creates_missing
-from .waits import Sleep, sleep_of
+from .same_operation import AttemptReads, alternative_input, bookkeeping, changed_on_path, creates_missing, populates_missing
+from .waits import WAITISH, Sleep, sleep_of
 
 _PROMPTS = frozenset({"input", "raw_input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "typer.confirm"})
+#: Calls named like asking a person: ``self._value_prompt()``, ``win.getkey()``, ``get_input()``.
+_PROMPT_NAME = re.compile(
+    r"^_*((\w+_)?prompt(_\w+)?|input|raw_input|(get|read|user)_?input|getkey|getch|getpass|ask_user)$", re.I
+)
 #: Prompt libraries: every call into them asks a person.
 _PROMPT_MODULES = ("questionary.", "inquirer.", "InquirerPy.", "PyInquirer.", "prompt_toolkit.", "rich.prompt.", "pick.")
 #: Calls that take the next item of a stream: going round again reads new data, it retries nothing.
@@ -162,7 +166,7 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         # ``while not self._stop.wait(5):`` waits before every attempt.
         sleeps += [s for s in (_sleep(n, ctx) for n in walk(loop.test)) if s is not None]
     iteration = _iteration(loop, ctx, sleeps)
-    if iteration is None:
+    if iteration is None or _partial_io(loop, ctx) or _takes_items_in_test(loop):
         return None
     writes = _writes(loop, ctx)
     counted = find_counters(writes, ctx, loop)
@@ -178,19 +182,20 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         and not any(line < ctx.location(t.operation).line for line in reads)
     ]
     # A failure path that changes what the next pass sends (or where) searches or repairs.
-    retry_trys = [t for t in (_same_operation_again(t, loop, ctx, writes) for t in retry_trys) if t.retrying]
+    all_counters = {**iteration.counters, **counted}
+    retry_trys = [t for t in (_same_operation_again(t, loop, ctx, writes, all_counters) for t in retry_trys) if t.retrying]
     status = _status_site(loop, ctx, writes)
     if not retry_trys and status is None:
         return None
     operations = [t.operation for t in retry_trys if t.operation is not None]
-    if any(_prompts(t.node, ctx) for t in retry_trys):
+    if _prompts(loop, ctx):
         return None  # re-prompting a user is not retrying a failure
 
     counters = dict(iteration.counters)
     counters.update(counted)
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
     delay, delay_location, immediate, delay_anchor = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
-    errors = _errors(retry_trys, ctx)
+    errors = _errors(retry_trys, ctx, counters)
     statuses = _statuses(status, retry_trys, ctx)
 
     header_end = loop.iter if isinstance(loop, cst.For) else loop.test
@@ -217,12 +222,40 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     )
 
 
-def _prompts(attempt: cst.Try, ctx: ModuleContext) -> bool:
-    """The attempt asks a person (``input()``, ``click.prompt``, ``questionary.text(...).ask()``)."""
-    for node in walk(attempt.body, skip=DEFERRED):
+def _partial_io(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """``while sent < len(data): sent += sock.send(data[sent:])``: each pass moves on by what the
+    last one transferred (a partial read or write), it repeats nothing."""
+    if not isinstance(loop, cst.While) or not isinstance(loop.test, cst.Comparison):
+        return False
+    progress = dotted_name(loop.test.left)
+    if progress is None:
+        return False
+    for node in walk_local(loop.body):
+        if isinstance(node, cst.AugAssign) and dotted_name(node.target) == progress and isinstance(node.operator, cst.AddAssign):
+            if not isinstance(node.value, (cst.Integer, cst.Float)):
+                return True
+    return False
+
+
+def _takes_items_in_test(loop: cst.CSTNode) -> bool:
+    """``while cls := candidates.pop():``: each pass takes the next item."""
+    if not isinstance(loop, cst.While):
+        return False
+    return any(
+        isinstance(n, cst.NamedExpr) and isinstance(n.value, cst.Call) and last_name(n.value.func) in ("pop", "popleft", "next")
+        for n in walk(loop.test)
+    )
+
+
+def _prompts(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """Each pass asks a person (``input()``, ``click.prompt``, ``questionary.text(...).ask()``,
+    ``self._value_prompt(...)``, a curses ``getkey()``)."""
+    for node in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
         if isinstance(node, cst.Call):
             names = ctx.call_name(node)
             if names & _PROMPTS or any(n.startswith(_PROMPT_MODULES) for n in names):
+                return True
+            if _PROMPT_NAME.search(last_name(node.func) or ""):
                 return True
     return False
 
@@ -437,7 +470,7 @@ def _analyse_try(
         retrying=retrying,
         exiting=exiting,
         rest=rest,
-        success_exit=_success_exit(success_path, rest, loop, ctx, result_names),
+        success_exit=_success_exit(success_path, rest, loop, ctx, result_names, _in_inner_loop(node, loop, ctx)),
         operation=operation,
     )
 
@@ -465,7 +498,8 @@ def _raises_through_helper(stmts: Sequence[cst.CSTNode], ctx: ModuleContext) -> 
 
 
 def _same_operation_again(
-    analysis: TryAnalysis, loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[Binding]]
+    analysis: TryAnalysis, loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[Binding]],
+    counters: Dict[str, CounterInfo],
 ) -> TryAnalysis:
     """Keep the handlers whose way back repeats the same operation on the same input.
 
@@ -485,10 +519,13 @@ def _same_operation_again(
         items = [n for n in _names(loop.target) if n and not bookkeeping(n)]
         if any(reads.reads(n) for n in items):
             return replace(analysis, retrying=[])  # each pass takes the next candidate
+    if alternative_input(reads, operation, loop, ctx):
+        return replace(analysis, retrying=[])  # each pass takes the next host, a new random id
     kept = [
         h for h in analysis.retrying
         if changed_on_path(regions_of[id(h.node)], reads) is None
         and not creates_missing(h.node, None, ctx)
+        and not populates_missing(h, regions_of[id(h.node)], ctx)
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
 
@@ -586,11 +623,20 @@ def _bookkeeping_call(call: cst.Call, ctx: ModuleContext) -> bool:
     )
 
 
+def _in_inner_loop(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    return any(isinstance(a, LOOPS) for a in _ancestors_until(node, loop, ctx))
+
+
 def _success_exit(
-    attempt: List[cst.CSTNode], rest: List[cst.CSTNode], loop: cst.CSTNode, ctx: ModuleContext, result_names: FrozenSet[str]
+    attempt: List[cst.CSTNode], rest: List[cst.CSTNode], loop: cst.CSTNode, ctx: ModuleContext, result_names: FrozenSet[str],
+    inner: bool = False,
 ) -> bool:
-    """Does the normal completion of the attempt leave the loop?"""
-    for _, guard, positive in exits_in(attempt + rest, ctx):
+    """Does the normal completion of the attempt leave the loop?
+
+    In a try of an inner loop, a ``break`` leaves only the inner loop."""
+    for exit_node, guard, positive in exits_in(attempt + rest, ctx):
+        if isinstance(exit_node, cst.Break) and (inner or _in_inner_loop(exit_node, loop, ctx)):
+            continue
         if guard is None or is_success_test(guard.test, positive, ctx, result_names):
             return True
     if isinstance(loop, cst.While):
@@ -853,7 +899,7 @@ def _bound(
             if (target.attempts, target.deadline) != before or give_up is None:
                 give_up = node
     for handler in handlers:
-        if _delegates_to_policy(handler):
+        if _delegates_to_policy(handler) or _hands_over_the_limit(handler, ctx):
             per_handler[id(handler.node)].possible = True
     paths = [shared.merged(per_handler[id(h.node)]) for h in handlers] or [shared]
     return _loosest(paths, "; ".join(texts)), give_up
@@ -945,6 +991,23 @@ def _delegates_to_policy(handler: Handler) -> bool:
             receiver = (dotted_name(node.func.value) or "").rsplit(".", 1)[-1]
             if _POLICY_RECEIVER.search(receiver) or _POLICY_METHOD.match(node.func.attr.value):
                 return True
+    return False
+
+
+_LIMIT_WORDS = re.compile(r"(deadline|attempts?|retries|retry|tries|max_?time|budget|time_?left|remaining)", re.I)
+
+
+def _hands_over_the_limit(handler: Handler, ctx: ModuleContext) -> bool:
+    """``_delay_until_retry(exc, deadline, attempts)``: a helper handed the deadline or the count
+    may well raise when it is spent (a bound we cannot read)."""
+    for statement in walk(handler.node.body, skip=DEFERRED):
+        if not isinstance(statement, (cst.Expr, cst.Assign)):
+            continue
+        node = unwrap_await(statement.value)
+        if isinstance(node, cst.Call) and sleep_of(node, ctx) is None and not _bookkeeping_call(node, ctx):
+            for arg in node.args:
+                if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) for n in _names(arg.value) if n):
+                    return True
     return False
 
 
@@ -1051,6 +1114,8 @@ def _delay(
     top = [s for s in usable if not in_try(s) and not in_rest(s)]
     paths: List[List[Sleep]] = []
     hidden: List[bool] = []
+    # ``for _ in ExponentialBackoff():``: the iterator waits on each step.
+    waits_per_item = isinstance(loop, cst.For) and _iterates_a_backoff(loop, ctx)
     timeouts: List[bool] = []
     owners: List[Tuple[str, ...]] = []
     for analysis in retry_trys:
@@ -1065,7 +1130,7 @@ def _delay(
                 hidden.append(True)
             else:
                 paths.append(top + before_operation + own + (rest_sleeps if falls else []))
-                hidden.append(_hidden_wait(analysis, handler, ctx) or _attempt_blocks(analysis.node, ctx))
+                hidden.append(_hidden_wait(analysis, handler, ctx) or _attempt_blocks(analysis.node, ctx) or waits_per_item)
             timeouts.append(bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names))
             owners.append(handler.names or ("everything",))
     if status is not None:
@@ -1099,6 +1164,18 @@ def _delay(
     return Delay(DelayKind.UNKNOWN, text=first.text), None, tuple(dict.fromkeys(immediate)), None
 
 
+def _iterates_a_backoff(loop: cst.For, ctx: ModuleContext) -> bool:
+    """``for _ in ExponentialBackoff():`` (or ``retries = ExponentialBackoff(); for _ in retries``):
+    the iterator waits on each step."""
+    iterable = unwrap_await(loop.iter)
+    values = [iterable]
+    if isinstance(iterable, cst.Name):
+        values = [b.value for b in ctx.bindings(iterable) if b.value is not None]
+    return any(
+        isinstance(v, cst.Call) and bool(WAITISH.search(last_name(v.func) or "")) for v in map(unwrap_await, values)
+    )
+
+
 def _sometimes(sleep: cst.Call, handler: cst.ExceptHandler, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     """The sleep sits in one branch of an ``if`` of the handler whose other way goes round without it."""
     delay_names = set(_names(sleep))
@@ -1119,15 +1196,37 @@ def _sometimes(sleep: cst.Call, handler: cst.ExceptHandler, loop: cst.CSTNode, c
 
 
 def _before_last_attempt(test: cst.BaseExpression, loop: cst.CSTNode) -> bool:
-    """``attempt < MAX_ATTEMPTS`` where the loop header counts to ``MAX_ATTEMPTS``."""
+    """``if attempt < MAX_ATTEMPTS - 1:`` under ``for attempt in range(MAX_ATTEMPTS)``, ``if timeout > 0``
+    under ``while timeout > 0``: the wait is only skipped after the last attempt.
+
+    A limit computed otherwise (``ttl < TTL / 2``) makes some retries wait and others not.
+    """
+    header = loop.iter if isinstance(loop, cst.For) else loop.test  # type: ignore[attr-defined]
+    if isinstance(loop, cst.While) and _same_code(test, header):
+        return True
+    allowed = set(_names(header)) | ({n for n in _names(loop.target)} if isinstance(loop, cst.For) else set())
+    if isinstance(test, cst.BooleanOperation):
+        return _before_last_attempt(test.left, loop) or _before_last_attempt(test.right, loop)
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
-    limit = test.comparisons[0].comparator
-    header = loop.iter if isinstance(loop, cst.For) else loop.test  # type: ignore[attr-defined]
-    if isinstance(limit, (cst.Integer, cst.Name, cst.Attribute)):
-        text = dotted_name(limit) or (limit.value if isinstance(limit, cst.Integer) else "")
-        return bool(text) and text in _names(header) + [n.value for n in walk(header) if isinstance(n, cst.Integer)]
-    return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return all(_simple_limit(side) and set(_names(side)) <= allowed for side in sides) and bool(
+        set(_names(test)) & allowed
+    )
+
+
+def _simple_limit(expr: cst.BaseExpression) -> bool:
+    """A name, a number, or one of them plus or minus a number."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Integer)):
+        return True
+    return (
+        isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract))
+        and _simple_limit(expr.left) and isinstance(expr.right, cst.Integer)
+    )
+
+
+def _same_code(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    return a.deep_equals(b)
 
 
 def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: ModuleContext) -> List[Sleep]:
@@ -1230,13 +1329,13 @@ def _same_schedule(a: Delay, b: Delay) -> bool:
 # ---------------------------------------------------------------- errors and statuses
 
 
-def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Tuple[RetriedError, ...]:
+def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext, counters: Dict[str, CounterInfo]) -> Tuple[RetriedError, ...]:
     out = []
     for analysis in retry_trys:
         raises_for_status = any(
             isinstance(n, cst.Call) and last_name(n.func) == "raise_for_status" for n in walk_local(analysis.node.body)
         )
-        rest_filter = _rest_filters(analysis.rest)
+        rest_filter = _rest_filters(analysis.rest, ctx, counters)
         for handler in analysis.retrying:
             index = analysis.handlers.index(handler)
             earlier_exit = any(h in analysis.exiting for h in analysis.handlers[:index])
@@ -1245,16 +1344,26 @@ def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Tuple[RetriedE
     return tuple(out)
 
 
-def _rest_filters(rest: List[cst.CSTNode]) -> bool:
-    """After a swallowed failure, ``elif not future.retriable(): raise`` still lets permanent errors out."""
+def _rest_filters(rest: List[cst.CSTNode], ctx: ModuleContext, counters: Dict[str, CounterInfo]) -> bool:
+    """After a swallowed failure, a test that raises and is not an attempt limit or a deadline
+    still lets permanent errors out: ``elif not future.retriable(): raise``, or ``except ValueError:
+    data = {}`` followed by status checks that raise on a 4xx."""
+    env = GuardEnv(ctx, counters=counters)
     for statement in rest:
         for node in walk(statement, skip=DEFERRED):
-            if isinstance(node, cst.If) and (outcomes(if_branches(node)[0]) & EXITS):
-                for n in walk(node.test):
-                    name = last_name(n.func) if isinstance(n, cst.Call) else None
-                    if name and re.search(r"(retriable|retryable|transient|permanent|fatal)", name, re.I):
-                        return True
+            if not isinstance(node, cst.If):
+                continue
+            if outcomes(if_branches(node)[0]) & EXITS and any(
+                isinstance(n, cst.Call) and _PREDICATE_NAME.search(last_name(n.func) or "") for n in walk(node.test)
+            ):
+                return True
+            if any(b is not None and RAISE in outcomes(b) for b in if_branches(node)):
+                if classify_guard(node.test, env, 0).kind not in ("counter", "deadline"):
+                    return True
     return False
+
+
+_PREDICATE_NAME = re.compile(r"(retriable|retryable|transient|permanent|fatal)", re.I)
 
 
 def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Optional[RetriedStatuses]:

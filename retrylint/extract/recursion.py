@@ -31,7 +31,7 @@ from .context import ModuleContext
 from .delays import DelayEnv, classify
 from .waits import sleep_of
 from .errors import describe_handler, retried_error
-from .same_operation import creates_missing
+from .same_operation import creates_missing, populates_missing
 from .loops import combine_delays
 from .status import status_set
 
@@ -113,7 +113,8 @@ def _argument_roles(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -
         elif number(value) is not None or isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
             roles[param] = "const"
         elif isinstance(value, (cst.Name, cst.Attribute)) and dotted_name(value) in names:
-            roles[param] = "pass"
+            # Another parameter's value in this place (``get_style(default)``): a different input.
+            return None
         else:
             return None
     for arg in call.args:
@@ -134,7 +135,10 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     if roles is None:
         return None
     failure = _failure_context(call, func, ctx)
-    if isinstance(failure, cst.ExceptHandler) and creates_missing(failure.body, ctx.location(call).line, ctx):
+    if isinstance(failure, cst.ExceptHandler) and (
+        creates_missing(failure.body, ctx.location(call).line, ctx)
+        or populates_missing(describe_handler(failure, ctx), [_before(failure, call, ctx)], ctx)
+    ):
         return None  # "not found: create it, then run again" repairs the cause; it does not retry
     counters = _counters(func, call, roles, ctx)
     for name in counters:
@@ -253,6 +257,12 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
         if not exits and not guards_call:
             continue
         mentioned = {n.split(".")[0] for n in _names(node.test)} | set(_names(node.test))
+        if guards_call and any(roles.get(m) == "const" and _flips_default(func, call, m) for m in mentioned):
+            # ``if retry and …: return f(retry=False)`` under ``retry=True``: exactly one retry.
+            attempts = 2.0 if attempts is None else _tighter_num(attempts, 2.0)
+            texts.append("once: if " + ctx.code(node.test))
+            checked = True
+            continue
         if guards_call:
             # ``if retries > 0: return f(retries - 1)``: recursion continues while the test holds.
             guard = classify_guard(node.test, env, ctx.location(node).line, at_loop_head=True)
@@ -290,6 +300,24 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
     if all(role == "pass" for role in roles.values()):
         return Bound(text="")
     return Bound(attempts=UNKNOWN)
+
+
+def _before(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> cst.CSTNode:
+    """The handler's statements before the one that calls the function again."""
+    statement = ctx.statement_of(call)
+    body = handler.body
+    if isinstance(body, cst.IndentedBlock):
+        kept = []
+        for member in body.body:
+            if member is statement or ctx.is_inside(statement, member):
+                break
+            kept.append(member)
+        return body.with_changes(body=kept)
+    return body
+
+
+def _tighter_num(a: Num, b: float) -> Num:
+    return min(float(a), b) if known(a) else b  # type: ignore[arg-type]
 
 
 def _flag_set_before_call(guard: cst.If, call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> bool:

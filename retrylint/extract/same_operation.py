@@ -136,11 +136,19 @@ def changed_on_path(regions: Sequence[cst.CSTNode], reads: AttemptReads) -> Opti
                     if _matches(target, reads.inputs | reads.receivers) and not bookkeeping(target):
                         return target
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-                if node.func.attr.value in _MUTATORS:
+                if node.func.attr.value in _MUTATORS or _consumes(node):
                     owner = dotted_name(node.func.value)
                     if owner and _matches(owner, reads.inputs | reads.receivers) and not bookkeeping(owner):
                         return owner
     return None
+
+
+def _consumes(call: cst.Call) -> bool:
+    """``bits.pop()``, ``queue.popleft()``, ``items.pop(0)``: the list moves on (``cache.pop(key)`` drops a handle)."""
+    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+    if name == "popleft":
+        return True
+    return name == "pop" and (not call.args or isinstance(call.args[0].value, cst.Integer))
 
 
 def _subscript_targets(node: cst.CSTNode) -> List[str]:
@@ -159,8 +167,13 @@ def _subscript_targets(node: cst.CSTNode) -> List[str]:
     return out
 
 
+#: The failure itself: when it flows into the next request, the code repairs from feedback
+#: (``fixed = fix_chain.invoke({"error": err})``), it does not repeat the request.
+_FAILURE_WORDS = re.compile(r"^_*(last_?)?(err|error|exc|exception|failure)s?$", re.I)
+
+
 def _changes_input(name: str, bindings: Sequence[Binding], reads: AttemptReads) -> bool:
-    if bookkeeping(name):
+    if bookkeeping(name) and not (_FAILURE_WORDS.match(name.rsplit(".", 1)[-1]) and _matches(name, reads.inputs)):
         return False
     if _matches(name, reads.inputs):
         return True
@@ -191,5 +204,55 @@ def creates_missing(region: cst.CSTNode, before_line: Optional[int], ctx: Module
             call = unwrap_await(node.value)
             if isinstance(call, cst.Call) and CREATES.match(last_name(call.func) or ""):
                 if before_line is None or ctx.location(call).line < before_line:
+                    return True
+    return False
+
+
+#: Exceptions that say something is missing: after one, the failure path fills it in (a
+#: cache, a registry, a file) or waits for it to appear; neither is a retry of a failure.
+_LOOKUP = re.compile(r"(^|\.)(KeyError|IndexError|LookupError|AttributeError|FileNotFoundError|\w*DoesNotExist|\w*NotFound\w*)$")
+#: Calls on the failure path that do not fill anything in.
+_PASSIVE = re.compile(r"(sleep|wait|log|debug|info|warn|error|exception|print|metric|incr|record|emit|report|format|str|repr|len)", re.I)
+
+
+def populates_missing(handler, regions: Sequence[cst.CSTNode], ctx: ModuleContext) -> bool:
+    """``except KeyError: Registry(model)`` then look up again: the handler creates what was missing.
+
+    The handler catches only "something is missing" errors and its way back calls something
+    that is not a wait, a log or a metric.
+    """
+    if not handler.names or not all(_LOOKUP.search(n) for n in handler.names):
+        return False
+    for region in regions:
+        for node in walk(region, skip=DEFERRED):
+            if isinstance(node, (cst.Expr, cst.Assign)):
+                call = unwrap_await(node.value)
+                if isinstance(call, cst.Call) and not _PASSIVE.search(last_name(call.func) or ""):
+                    return True
+    return False
+
+
+#: Calls whose value is new on every pass: the next host, a fresh random id or free port.
+_FRESH_MODULES = ("random.", "secrets.", "uuid.")
+
+
+def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """An input of the attempt is taken afresh on each pass, before the operation:
+    ``resource = self._next()``, ``host = random.choice(hosts)``, ``public_id = secrets.token_hex()``."""
+    line = ctx.location(operation).line
+    for node in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
+        if not isinstance(node, (cst.Assign, cst.AnnAssign)) or node.value is None:
+            continue
+        if ctx.location(node).line >= line:
+            continue
+        names = ctx.writes_in(node)
+        if not any(reads.reads(n) and not bookkeeping(n) for n in names):
+            continue
+        for call in walk(node.value, skip=DEFERRED):
+            if isinstance(call, cst.Call):
+                called = last_name(call.func) or ""
+                if _ALTERNATIVE_CALL.match(called) or called in ("pop", "popleft"):
+                    return True
+                if any(q.startswith(_FRESH_MODULES) for q in ctx.call_name(call)):
                     return True
     return False

@@ -85,10 +85,14 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
         # ``event.wait(delay)``, ``self._reconnect_abort.wait(delay)``: a timed wait; ``event.wait()``
         # waits for something else to happen (an unknown delay, not none).
         positional, keywords = call_args(call)
-        timeout = keywords.get("timeout", positional[0] if positional else None)
+        timeout = next((keywords[k] for k in ("timeout", "seconds", "secs", "delay") if k in keywords), None)
+        if timeout is None and positional:
+            timeout = positional[0]
         if timeout is not None:
             return Sleep(call, timeout)
-        return Sleep(call, None, "named") if not call.args else None
+        # ``event.wait()`` waits for something else to happen, ``self.extractor.wait(until=reset)``
+        # for a time we cannot read: a delay of unknown shape either way.
+        return Sleep(call, None, "named")
     name = last_name(func)
     if name and SLEEP_WRAPPER.match(name):
         # ``self._sleep(self.SLEEP_TIME)``: a wrapper of sleep with the delay as its argument.

@@ -1,0 +1,660 @@
+"""Is this a retry? Decided by what the loop does, not by its shape.
+
+Each case is paraphrased from real code (the package and file are named) and is paired
+with its twin: the same shape where the next pass really repeats the same operation on
+the same input, which must still be reported. Every pair runs twice, as written and as
+its ``async`` twin, and both must get the same verdict.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from retrylint.engine import check_source, settings_with
+from retrylint.rules import RULES
+
+CODES = tuple(rule.code for rule in RULES)
+
+SYNC = {"def": "def", "aw": "", "sleep": "time.sleep", "for": "for"}
+ASYNC = {"def": "async def", "aw": "await ", "sleep": "await asyncio.sleep", "for": "for"}
+
+
+def _report(code: str, flavour: dict):
+    source = "import asyncio, time, random, errno, os, socket\n" + textwrap.dedent(code).format(**flavour)
+    report = check_source(source, "case.py", settings_with(CODES))
+    assert report.error is None, report.error
+    return report
+
+
+def _codes(code: str, flavour: dict):
+    return sorted({f.code for f in _report(code, flavour).findings})
+
+
+# (id, not a retry: no finding at all, the twin that is a retry, codes the twin must get)
+PAIRS = [
+    (
+        "next-candidate-name",  # langchain_community utilities/github.py: a free branch name
+        """
+        {def} create_branch(repo, proposed, sha):
+            name = proposed
+            for i in range(1000):
+                try:
+                    return {aw}repo.create_git_ref(ref=f"refs/heads/{{name}}", sha=sha)
+                except RefExists:
+                    name = f"{{proposed}}_v{{i + 1}}"
+        """,
+        """
+        {def} create_branch(repo, name, sha):
+            for i in range(1000):
+                try:
+                    return {aw}repo.create_git_ref(ref=f"refs/heads/{{name}}", sha=sha)
+                except ConnectionError:
+                    pass
+        """,
+        ["RTY201"],
+    ),
+    (
+        "follow-redirects",  # posthog _async_request.py: 307/308 move the request elsewhere
+        """
+        {def} post(client, url, body):
+            while True:
+                response = {aw}client.post(url, json=body)
+                if response.status_code in (307, 308):
+                    url = response.headers["Location"]
+                    continue
+                if response.status_code == 200:
+                    return response
+                raise RuntimeError(response.status_code)
+        """,
+        """
+        {def} post(client, url, body):
+            while True:
+                response = {aw}client.post(url, json=body)
+                if response.status_code in (502, 503):
+                    continue
+                if response.status_code == 200:
+                    return response
+                raise RuntimeError(response.status_code)
+        """,
+        ["RTY101", "RTY201"],
+    ),
+    (
+        "shorter-module-path",  # rq utils.py import_attribute: move one bit to the attribute path
+        """
+        import importlib
+        {def} import_attribute(name):
+            module_bits = name.split(".")
+            attribute_bits = []
+            while True:
+                try:
+                    module = importlib.import_module(".".join(module_bits))
+                    break
+                except ImportError:
+                    attribute_bits.insert(0, module_bits.pop())
+            return module, attribute_bits
+        """,
+        """
+        import importlib
+        {def} import_attribute(name):
+            while True:
+                try:
+                    module = importlib.import_module(name)
+                    break
+                except ImportError:
+                    {sleep}(2)
+            return module
+        """,
+        ["RTY101", "RTY202"],
+    ),
+    (
+        "truncate-payload",  # langchain_community embeddings/vertexai.py: halve the batch
+        """
+        {def} embed(client, batch):
+            while True:
+                try:
+                    return {aw}client.embed(batch)
+                except InvalidArgument:
+                    if len(batch) == 1:
+                        raise
+                    batch = batch[: len(batch) // 2]
+        """,
+        """
+        {def} embed(client, batch):
+            while True:
+                try:
+                    return {aw}client.embed(batch)
+                except ValueError:
+                    if len(batch) == 1:
+                        raise
+        """,
+        ["RTY201", "RTY303"],
+    ),
+    (
+        "walk-frames",  # sentry_sdk tracing_utils.py: walk to the caller's frame
+        """
+        import sys
+        {def} caller_module():
+            frame = sys._getframe()
+            while frame is not None:
+                try:
+                    namespace = frame.f_globals.get("__name__")
+                except Exception:
+                    namespace = None
+                if namespace and not namespace.startswith("sentry_sdk"):
+                    return namespace
+                frame = frame.f_back
+        """,
+        """
+        {def} fetch(session, url):
+            for attempt in range(5):
+                try:
+                    return {aw}session.get(url)
+                except Exception:
+                    pass
+        """,
+        ["RTY201", "RTY301"],
+    ),
+    (
+        "free-port",  # celery contrib/rdb.py: bind the next port
+        """
+        {def} listen(host, port):
+            while True:
+                sock = socket.socket()
+                try:
+                    sock.bind((host, port))
+                    return sock
+                except OSError:
+                    port += 1
+        """,
+        """
+        {def} listen(host, port):
+            while True:
+                sock = socket.socket()
+                try:
+                    sock.bind((host, port))
+                    return sock
+                except OSError:
+                    {sleep}(1)
+        """,
+        ["RTY101", "RTY202"],
+    ),
+    (
+        "create-the-directory",  # gallery_dl path.py: makedirs, then move again
+        """
+        {def} finalize(temp, real, directory):
+            while True:
+                try:
+                    os.replace(temp, real)
+                    return True
+                except FileNotFoundError:
+                    os.makedirs(directory, exist_ok=True)
+        """,
+        """
+        {def} finalize(temp, real):
+            while True:
+                try:
+                    os.replace(temp, real)
+                    return True
+                except PermissionError:
+                    {sleep}(0.5)
+        """,
+        ["RTY101", "RTY202", "RTY303"],
+    ),
+    (
+        "fill-the-registry",  # mayan_edms databases/classes.py: a miss registers, then look up again
+        """
+        class Fields:
+            _registry = {{}}
+
+            @classmethod
+            {def} get(cls, model):
+                try:
+                    return cls._registry[model]
+                except KeyError:
+                    cls(model=model)
+                    return {aw}cls.get(model=model)
+        """,
+        """
+        class Fields:
+            @classmethod
+            {def} get(cls, client, model):
+                try:
+                    return {aw}client.fetch(model)
+                except ConnectionError:
+                    return {aw}cls.get(client, model)
+        """,
+        ["RTY103", "RTY201"],
+    ),
+    (
+        "re-prompt",  # meltano cli/utils.py: ask again until the value parses
+        """
+        import click
+        {def} ask_settings():
+            settings = None
+            while settings is None:
+                value = click.prompt("settings")
+                try:
+                    settings = [parse(v) for v in value.split(",")]
+                except ValueError as ex:
+                    click.secho(str(ex), fg="red")
+            return settings
+        """,
+        """
+        {def} load_settings(client):
+            settings = None
+            while settings is None:
+                try:
+                    settings = {aw}client.fetch_settings()
+                except ValueError:
+                    pass
+            return settings
+        """,
+        ["RTY101", "RTY201", "RTY303"],
+    ),
+    (
+        "oauth-device-flow",  # OAuth device flow: authorization_pending is "not yet"
+        """
+        {def} poll_token(client, url, code, interval):
+            while True:
+                resp = {aw}client.post(url, data={{"device_code": code}})
+                data = resp.json()
+                if resp.status_code == 200:
+                    return data
+                if data.get("error") == "authorization_pending":
+                    {sleep}(interval)
+                    continue
+                raise RuntimeError(data)
+        """,
+        """
+        {def} poll_token(client, url, code):
+            while True:
+                resp = {aw}client.post(url, data={{"device_code": code}})
+                if resp.status_code == 200:
+                    return resp.json()
+                {sleep}(5)
+        """,
+        ["RTY101", "RTY202", "RTY302"],
+    ),
+    (
+        "readiness-404",  # a resource that answers 404 until it exists
+        """
+        {def} wait_ready(client, url):
+            while True:
+                resp = {aw}client.get(url)
+                if resp.status_code == 200:
+                    return resp
+                if resp.status_code in (404, 403):
+                    {sleep}(2)
+                    continue
+                resp.raise_for_status()
+        """,
+        """
+        {def} wait_ready(client, url):
+            while True:
+                resp = {aw}client.get(url)
+                if resp.status_code == 200:
+                    return resp
+                if resp.status_code in (404, 503):
+                    {sleep}(2)
+                    continue
+                resp.raise_for_status()
+        """,
+        ["RTY101", "RTY202", "RTY302"],
+    ),
+    (
+        "classified-in-a-helper",  # a handler that hands the failure to a helper that always raises
+        """
+        class Client:
+            def _raise_for(self, exc):
+                if isinstance(exc, KeyError):
+                    raise LookupError(exc) from exc
+                raise RuntimeError(exc) from exc
+
+            {def} call(self):
+                while True:
+                    try:
+                        return {aw}self.transport.send()
+                    except Exception as exc:
+                        self._raise_for(exc)
+        """,
+        """
+        class Client:
+            def _note(self, exc):
+                if isinstance(exc, KeyError):
+                    raise LookupError(exc) from exc
+                self.errors.append(exc)
+
+            {def} call(self):
+                while True:
+                    try:
+                        return {aw}self.transport.send()
+                    except ConnectionError as exc:
+                        self._note(exc)
+        """,
+        ["RTY101"],  # the helper is handed the failure: its delay is unknown, not absent
+    ),
+    (
+        "eintr-in-a-helper",  # EINTR handling with the errno test in a helper
+        """
+        def _interrupted(exc):
+            return exc.errno == errno.EINTR
+
+        {def} read(sock):
+            while True:
+                try:
+                    return {aw}sock.recv(4096)
+                except OSError as exc:
+                    if not _interrupted(exc):
+                        raise
+        """,
+        """
+        def _transient(exc):
+            return exc.errno in (errno.ECONNRESET, errno.ECONNREFUSED)
+
+        {def} read(sock):
+            while True:
+                try:
+                    return {aw}sock.connect(("db", 5432))
+                except OSError as exc:
+                    if not _transient(exc):
+                        raise
+        """,
+        ["RTY101", "RTY201"],
+    ),
+    (
+        "repair-from-the-error",  # langchain_community graph_qa/gremlin.py: an LLM fixes the query
+        """
+        {def} run(self, query):
+            error = None
+            for attempt in range(5):
+                if error is not None:
+                    query = {aw}self.fix_chain.invoke({{"error": error, "query": query}})
+                try:
+                    return {aw}self.graph.execute(query)
+                except Exception as exc:
+                    error = str(exc)
+        """,
+        """
+        {def} run(self, query):
+            for attempt in range(5):
+                try:
+                    return {aw}self.graph.execute(query)
+                except Exception as exc:
+                    self.log.warning("failed: %s", exc)
+        """,
+        ["RTY201", "RTY301"],
+    ),
+    (
+        "next-resource",  # kombu utils/scheduling.py: round-robin over resources
+        """
+        {def} get(self, callback):
+            for tried in range(len(self.resources)):
+                resource = self._next()
+                try:
+                    return {aw}self.fun(resource, callback)
+                except LookupError:
+                    if tried >= len(self.resources) - 1:
+                        raise
+        """,
+        """
+        {def} get(self, callback):
+            resource = self.resource
+            for tried in range(4):
+                try:
+                    return {aw}self.fun(resource, callback)
+                except ConnectionError:
+                    if tried >= 3:
+                        raise
+        """,
+        ["RTY201"],
+    ),
+    (
+        "attempt-blocks-with-a-timeout",  # the attempt waits up to 10 s before it fails
+        """
+        {def} result(future):
+            for attempt in range(5):
+                try:
+                    return future.result(timeout=10)
+                except ConnectionError:
+                    continue
+        """,
+        """
+        {def} result(op):
+            for attempt in range(5):
+                try:
+                    return {aw}op()
+                except ConnectionError:
+                    continue
+        """,
+        ["RTY201"],
+    ),
+    (
+        "inner-loop-break",  # discord gateway.py heartbeat: the break leaves only the inner loop
+        """
+        {def} heartbeat(self):
+            while not self.stopped:
+                future = self.send_heartbeat()
+                try:
+                    while True:
+                        try:
+                            future.result(10)
+                            break
+                        except TimeoutError:
+                            self.log.warning("blocked")
+                except Exception:
+                    self.stop()
+        """,
+        """
+        {def} heartbeat(self):
+            while not self.stopped:
+                try:
+                    {aw}self.send_heartbeat()
+                    break
+                except Exception:
+                    self.log.warning("failed")
+        """,
+        ["RTY101", "RTY201", "RTY301"],
+    ),
+    (
+        "flag-bounded-repair",  # weblate trans/models/component.py: add the host key, once
+        """
+        {def} count_outgoing(self, retry=True):
+            try:
+                return {aw}self.repository.count_outgoing()
+            except RepositoryError as error:
+                if retry and "Host key verification failed" in str(error):
+                    self.add_ssh_host_key()
+                    return {aw}self.count_outgoing(retry=False)
+                return 0
+        """,
+        """
+        {def} count_outgoing(self):
+            try:
+                return {aw}self.repository.count_outgoing()
+            except RepositoryError as error:
+                if "Host key verification failed" in str(error):
+                    return {aw}self.count_outgoing()
+                return 0
+        """,
+        ["RTY103", "RTY201"],
+    ),
+    (
+        "partial-write",  # celery concurrency/asynpool.py: move on by what was written
+        """
+        {def} send_all(sock, data):
+            sent = 0
+            while sent < len(data):
+                try:
+                    sent += sock.send(data[sent:])
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EINTR):
+                        raise
+        """,
+        """
+        {def} send_all(sock, data):
+            while True:
+                try:
+                    return sock.sendall(data)
+                except ConnectionError:
+                    pass
+        """,
+        ["RTY101", "RTY201"],
+    ),
+]
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("case_id, not_retry, twin, twin_codes", PAIRS, ids=[p[0] for p in PAIRS])
+def test_not_a_retry_is_silent_and_its_twin_is_reported(case_id, not_retry, twin, twin_codes, flavour):
+    assert _codes(not_retry, flavour) == [], f"{case_id}: not a retry, but reported"
+    found = _codes(twin, flavour)
+    assert set(twin_codes) <= set(found), f"{case_id} twin: expected {twin_codes}, got {found}"
+
+
+@pytest.mark.parametrize("case_id, not_retry, twin, twin_codes", PAIRS, ids=[p[0] for p in PAIRS])
+def test_sync_and_async_twins_get_the_same_verdict(case_id, not_retry, twin, twin_codes):
+    for code in (not_retry, twin):
+        assert _codes(code, SYNC) == _codes(code, ASYNC), case_id
+
+
+# ------------------------------------------------------------------ bounds and delays that exist
+
+
+def _findings(code: str, flavour: dict = SYNC):
+    return [(f.code, f.message) for f in _report(code, flavour).findings]
+
+
+def test_a_cancel_scope_deadline_is_a_bound():
+    code = """
+    import anyio
+    async def call(op, deadline):
+        with anyio.CancelScope(deadline=deadline):
+            while True:
+                try:
+                    return await op()
+                except ConnectionError:
+                    await anyio.sleep(1)
+    """
+    codes = [c for c, _ in _findings(code)]
+    assert "RTY101" not in codes and "RTY202" in codes
+    assert "RTY101" in [c for c, _ in _findings(code.replace("anyio.CancelScope(deadline=deadline)", "anyio.CancelScope()"))]
+
+
+def test_an_event_wait_in_the_loop_test_is_a_delay_not_a_limit():
+    code = """
+    def connect(self):
+        while not self._stop.wait(5):
+            try:
+                return self.open_connection()
+            except ConnectionError:
+                pass
+    """
+    found = _findings(code)
+    codes = [c for c, _ in found]
+    assert "RTY201" not in codes and "RTY202" in codes
+    assert not any("a limited number of attempts" in message for _, message in found)
+
+
+def test_a_backoff_iterator_is_a_delay():
+    # google_auth oauth2/_client.py: ``for _ in ExponentialBackoff()`` sleeps on each step.
+    code = """
+    def token(request, backoff):
+        retries = backoff.ExponentialBackoff()
+        for _ in retries:
+            try:
+                return request("POST")
+            except ConnectionError:
+                pass
+    """
+    assert "RTY201" not in [c for c, _ in _findings(code)]
+    twin = code.replace("backoff.ExponentialBackoff()", "range(5)")
+    assert "RTY201" in [c for c, _ in _findings(twin)]
+
+
+def test_a_wait_helper_with_keywords_is_a_delay():
+    # gallery_dl extractor/bluesky.py: ``self.extractor.wait(until=reset)`` on a 429.
+    code = """
+    def call(self, url):
+        while True:
+            response = self.extractor.request(url)
+            if response.status_code < 400:
+                return response.json()
+            if response.status_code == 429:
+                self.extractor.wait(until=response.headers.get("RateLimit-Reset"))
+                continue
+            raise RuntimeError(response.status_code)
+    """
+    found = _findings(code)
+    assert "RTY201" not in [c for c, _ in found]
+    assert not any("with no delay" in message for _, message in found)
+
+
+def test_getter_named_like_a_wait_is_no_delay():
+    code = """
+    def get(self):
+        for attempt in range(5):
+            try:
+                return self.op(limit=self._get_max_wait())
+            except ConnectionError:
+                continue
+    """
+    assert "RTY201" in [c for c, _ in _findings(code)]
+
+
+def test_a_handler_that_records_and_defers_to_status_checks_retries_no_value_error():
+    # google_auth oauth2/_client.py: a non-JSON body is kept; the status decides.
+    code = """
+    import time
+    def token(request):
+        for attempt in range(3):
+            response = request("POST")
+            try:
+                data = response.json()
+            except ValueError:
+                data = response.text
+            if response.status == 200:
+                return data
+            if not can_retry(response.status, data):
+                raise RuntimeError(data)
+            time.sleep(1)
+    """
+    assert "RTY303" not in [c for c, _ in _findings(code)]
+
+
+# ------------------------------------------------------------------ messages name the real operation
+
+
+def test_the_operation_is_never_a_clock_or_local_data_call():
+    code = """
+    import time
+    def get(self, items):
+        while True:
+            started = time.monotonic()
+            try:
+                position = items.index("x")
+                return self.session.get("https://example.invalid")
+            except ConnectionError:
+                time.sleep(1)
+    """
+    report = check_source(textwrap.dedent(code), "case.py", settings_with(CODES), want_policies=True)
+    assert [p.operation for p in report.policies] == ["self.session.get"]
+
+
+def test_rty302_names_only_the_statuses_retried():
+    code = """
+    import time
+    def get(client, url):
+        for attempt in range(5):
+            resp = client.get(url)
+            if resp.status_code == 200:
+                return resp
+            if resp.status_code in (404, 500, 503):
+                time.sleep(random.uniform(0, 2 ** attempt))
+                continue
+            resp.raise_for_status()
+    """
+    messages = [m for c, m in _findings(code) if c == "RTY302"]
+    assert messages and "404" in messages[0]
+    assert "400" not in messages[0] and "401" not in messages[0]
