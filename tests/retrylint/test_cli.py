@@ -95,7 +95,7 @@ def test_json_output_uses_ruffs_fields(project, run):
     assert first["location"] == {"row": 4, "column": 5}
     assert first["end_location"]["row"] == 4 and first["end_location"]["column"] > 5
     assert first["filename"] == str(project.root / "app.py")
-    assert first["url"].endswith("/RTY101/")
+    assert first["url"].endswith("/docs/rules/RTY101.md")
 
 
 def test_github_annotations(project, run):
