@@ -266,18 +266,17 @@ def _check(args: argparse.Namespace, paths: List[str], resolver, out: TextIO, er
     if not candidates and not unreadable:
         err.write("retrylint: warning: No Python files found under the given path(s)\n")
     if args.fix or args.diff:
-        result = RunResult()
+        result = RunResult(errors=list(unreadable))
         code = _fix_files(candidates, args, resolver, out, err, result)
+        if code is not None:
+            return code
     else:
         from .budget import Budget
 
         result = run_scoped(candidates, resolver, jobs=args.jobs or os.cpu_count() or 1,
                             cache_for=lambda scope: _cache(args, scope.settings, scope.config),
                             budget=Budget(args.file_timeout, args.file_memory))
-        code = None
-    result.errors[:0] = unreadable
-    if code is not None:
-        return code if not result.errors else EXIT_ERROR
+        result.errors[:0] = unreadable
     return report(result, args, out, err, fixed=result.fixed)
 
 

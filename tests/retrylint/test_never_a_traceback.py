@@ -173,3 +173,13 @@ def test_every_option_has_help_text():
         if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) and not action.help
     ]
     assert not missing, missing
+
+
+def test_an_unreadable_folder_under_diff_is_reported_too(project, run, monkeypatch):
+    project.write("src/client.py", FIXABLE)
+    project.write("secret/app.py", FIXED_FOREVER)
+    _deny(monkeypatch, project.root / "secret")
+    code, out, err = run("check", "--diff", "--unsafe-fixes", ".")
+    assert code == 2
+    assert "retrylint: error: secret: cannot read directory: Permission denied" in err
+    assert "+    wait=tenacity.wait_random_exponential(max=20)," in out
