@@ -301,20 +301,19 @@ def _fix_files(candidates, args: argparse.Namespace, resolver, out: TextIO, err:
     Returns the exit code for --diff; None when the caller reports ``result``."""
     import difflib
 
-    from .runner import _collect, check_path, display_path, fix_source, note_noqa_codes, read_for_fix, write_fixed
+    from .budget import Budget
+    from .runner import _collect, check_path, fix_files, note_noqa_codes, write_fixed
 
     fixed_total = 0
     changed = 0
-    for candidate in candidates:
-        scope = resolver.for_file(candidate.path)
+    budget = Budget(args.file_timeout, args.file_memory)
+    for scope, candidate, display, fix in fix_files(candidates, resolver, args.unsafe_fixes,
+                                                    args.jobs or os.cpu_count() or 1, budget):
         settings, root = scope.settings, scope.root
-        display = display_path(candidate.path)
-        try:
-            text, encoding, bom = read_for_fix(candidate.path)
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-            _collect(result, check_path(candidate.path, display, settings), settings, root)
+        outcome = fix.outcome
+        if outcome is None:  # unreadable, or over the budget: its report says so
+            _collect(result, fix.report, settings, root)
             continue
-        outcome = fix_source(text, display, settings, args.unsafe_fixes)
         report_of_file = outcome.report
         if outcome.fixed != outcome.original:
             if args.diff:
@@ -325,12 +324,13 @@ def _fix_files(candidates, args: argparse.Namespace, resolver, out: TextIO, err:
                     fromfile=display, tofile=display,
                 ))
             else:
+                path = candidate.path
                 try:
-                    write_fixed(candidate.path, outcome.fixed, encoding, bom)
+                    write_fixed(path, outcome.fixed, fix.encoding, fix.bom)
                 except OSError as exc:
                     # Nothing was fixed: what the file holds is still what it held.
                     result.errors.append((display, f"cannot write the fixed file: {exc.strerror or exc}"))
-                    report_of_file = check_path(candidate.path, display, settings)
+                    report_of_file = check_path(path, display, settings)
                 else:
                     changed += 1
                     fixed_total += outcome.applied

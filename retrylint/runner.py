@@ -274,6 +274,59 @@ def run_stdin(text: str, filename: Optional[str], settings: Settings, root: Path
 
 # ---------------------------------------------------------------- fixing
 
+
+@dataclass
+class FileFix:
+    """--fix on one file: the fixed text and how to write it back, or only a report (a file that
+    cannot be read, or that was over the budget)."""
+
+    report: "FileReport"
+    outcome: Optional["FixOutcome"] = None
+    encoding: str = "utf-8"
+    bom: bool = False
+
+
+def fix_path(path: Path, display: str, settings: Settings, want_policies: bool = False, unsafe: bool = False) -> FileFix:
+    try:
+        text, encoding, bom = read_for_fix(path)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return FileFix(check_path(path, display, settings))
+    try:
+        outcome = fix_source(text, display, settings, unsafe)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - one file never stops the run
+        return FileFix(Report(display, error=f"internal error: {type(exc).__name__}: {exc}"))
+    return FileFix(outcome.report, outcome, encoding, bom)
+
+
+def fix_files(candidates: Sequence[Candidate], resolver: "Resolver", unsafe: bool, jobs: int = 1,
+              budget: Optional["Budget"] = None) -> List[Tuple["Scope", Candidate, str, FileFix]]:
+    """Each candidate fixed (not written) with its own configuration, within the budget per file:
+    (scope, candidate, displayed path, result), in the candidates' order."""
+    import functools
+
+    scopes = [resolver.for_file(c.path) for c in candidates]
+    displays = [display_path(c.path) for c in candidates]
+    fixes: List[Optional[FileFix]] = [None] * len(candidates)
+    groups: Dict[int, List[int]] = {}
+    for index, scope in enumerate(scopes):
+        groups.setdefault(id(scope), []).append(index)
+    for indices in groups.values():
+        settings = scopes[indices[0]].settings
+        if budget is not None and budget.enabled:
+            from .budget import check_within_budget
+
+            done = check_within_budget([(candidates[i].path, displays[i]) for i in indices], settings, max(1, jobs),
+                                       budget, functools.partial(fix_path, unsafe=unsafe))
+            for index, item in zip(indices, done):
+                fixes[index] = item if isinstance(item, FileFix) else FileFix(item)  # type: ignore[arg-type]
+        else:
+            for index in indices:
+                fixes[index] = fix_path(candidates[index].path, displays[index], settings, unsafe=unsafe)
+    return [(scope, candidate, display, fix)
+            for scope, candidate, display, fix in zip(scopes, candidates, displays, fixes) if fix is not None]
+
 #: Fixes can enable or disable each other (a cap after a jitter fix): go round a few times.
 MAX_FIX_ROUNDS = 10
 

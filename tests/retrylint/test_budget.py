@@ -51,3 +51,19 @@ def test_bad_budgets_are_usage_errors(project, run, option, value):
     with pytest.raises(SystemExit) as exit_:
         run("check", option, value, "app.py")
     assert exit_.value.code == 2
+
+
+def test_fix_keeps_to_the_budget_and_fixes_the_other_files(project, run):
+    project.write("many.py", "import time\n" + "".join(SITE.format(i=i) for i in range(3000)))
+    client = project.write("client.py", """
+        import backoff
+
+
+        @backoff.on_exception(backoff.expo, OSError, max_tries=5, jitter=None, max_value=20)
+        def f(): ...
+    """)
+    before = (project.root / "many.py").read_bytes()
+    code, out, err = run("check", "--fix", "--file-timeout", "3", "many.py", "client.py")
+    assert "retrylint: warning: many.py: could not be analysed in 3 s" in err
+    assert "jitter" not in client.read_text() and "Fixed 1 error." in out
+    assert (project.root / "many.py").read_bytes() == before
