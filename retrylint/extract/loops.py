@@ -67,7 +67,7 @@ from .candidates import FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
 from .same_operation import AttemptReads, alternative_input, bookkeeping, changed_on_path, creates_missing, populates_missing
-from .waits import WAITISH, Sleep, sleep_of
+from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
 
 _PROMPTS = frozenset({"input", "raw_input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "typer.confirm"})
 #: Calls named like asking a person: ``self._value_prompt()``, ``win.getkey()``, ``get_input()``.
@@ -1004,7 +1004,7 @@ def _hands_over_the_limit(handler: Handler, ctx: ModuleContext) -> bool:
         if not isinstance(statement, (cst.Expr, cst.Assign)):
             continue
         node = unwrap_await(statement.value)
-        if isinstance(node, cst.Call) and sleep_of(node, ctx) is None and not _bookkeeping_call(node, ctx):
+        if isinstance(node, cst.Call) and not (ctx.call_name(node) & SLEEP_FUNCTIONS) and not _bookkeeping_call(node, ctx):
             for arg in node.args:
                 if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) for n in _names(arg.value) if n):
                     return True
