@@ -146,7 +146,8 @@ def check_within_budget(work: List[Tuple[Path, str]], settings: Settings, jobs: 
     workers: List[_Worker] = []
     try:
         while pending or any(w.queue for w in workers):
-            while pending and len(workers) < jobs:
+            # No more workers than files left to start (one file: one worker).
+            while pending and len(workers) < jobs and len(workers) * _AHEAD < len(pending) + sum(len(w.queue) for w in workers):
                 workers.append(_Worker(settings, budget, check))
             for worker in workers:
                 while pending and len(worker.queue) < _AHEAD:

@@ -34,3 +34,14 @@ class Report:
     dead_letters: List[Any] = field(default_factory=list)
     notice: Optional[str] = None
     error: Optional[str] = None
+
+
+def plain(report: Any) -> Report:
+    """An engine report as a Report of Records: what a worker sends back, so that the main
+    process can read it without importing the engine (and libcst)."""
+    return Report(
+        report.path,
+        findings=[Record(f.code, f.name, f.message, f.path, f.location, f.url, f.fix) for f in report.findings],
+        notice=report.notice,
+        error=report.error,
+    )

@@ -205,7 +205,7 @@ def _check_all(work: List[Tuple[Path, str]], settings: Settings, want_policies: 
     if budget is not None and budget.enabled and not want_policies and work:
         from .budget import check_within_budget
 
-        yield from check_within_budget(work, settings, max(1, jobs), budget, _check_one)  # type: ignore[misc]
+        yield from check_within_budget(work, settings, max(1, jobs), budget, _check_one_plain)  # type: ignore[misc]
         return
     if jobs <= 1 or want_policies or len(work) < _PARALLEL_MINIMUM:
         for path, display in work:
@@ -257,6 +257,13 @@ def _check_one(path: Path, display: str, settings: Settings, want_policies: bool
         return Report(display, error=f"internal error: {type(exc).__name__}: {exc}")
 
 
+def _check_one_plain(path: Path, display: str, settings: Settings, want_policies: bool) -> Report:
+    """In a budget worker: the report as plain records (the main process need not import the engine)."""
+    from .records import plain
+
+    return plain(_check_one(path, display, settings, want_policies))
+
+
 def _displayed(report: FileReport, display: str) -> FileReport:
     """A cached report under the path as shown from the current directory."""
     if report.path == display:
@@ -286,7 +293,20 @@ class FileFix:
     bom: bool = False
 
 
-def fix_path(path: Path, display: str, settings: Settings, want_policies: bool = False, unsafe: bool = False) -> FileFix:
+def fix_path(path: Path, display: str, settings: Settings, want_policies: bool = False, unsafe: bool = False,
+             plain: bool = False) -> FileFix:
+    """``plain``: reports as plain records (in a budget worker: see :func:`retrylint.records.plain`)."""
+    fix = _fix_path(path, display, settings, unsafe)
+    if plain:
+        from .records import plain as to_plain
+
+        fix.report = to_plain(fix.report)
+        if fix.outcome is not None:
+            fix.outcome.report = fix.report
+    return fix
+
+
+def _fix_path(path: Path, display: str, settings: Settings, unsafe: bool) -> FileFix:
     try:
         text, encoding, bom = read_for_fix(path)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
@@ -318,7 +338,7 @@ def fix_files(candidates: Sequence[Candidate], resolver: "Resolver", unsafe: boo
             from .budget import check_within_budget
 
             done = check_within_budget([(candidates[i].path, displays[i]) for i in indices], settings, max(1, jobs),
-                                       budget, functools.partial(fix_path, unsafe=unsafe))
+                                       budget, functools.partial(fix_path, unsafe=unsafe, plain=True))
             for index, item in zip(indices, done):
                 fixes[index] = item if isinstance(item, FileFix) else FileFix(item)  # type: ignore[arg-type]
         else:

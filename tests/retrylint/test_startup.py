@@ -115,3 +115,10 @@ def test_parallel_batches_keep_every_entry(project, tmp_path):
             with open(pickled, "rb") as handle:
                 entries.update(pickle.load(handle))
     assert len(entries) == 48
+
+
+def test_reports_from_budget_workers_need_no_libcst_in_the_main_process(project):
+    project.write("retry.py", FIXED_FOREVER)
+    # The worker analyses the file; what it sends back is plain data.
+    assert probe(project.root, "--no-cache", "retry.py") == "1 False False"
+    assert probe(project.root, "--no-cache", "--fix", "retry.py") == "1 False False"
