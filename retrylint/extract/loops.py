@@ -452,7 +452,7 @@ def _analyse_try(
     retrying, exiting = [], []
     for handler in handlers:
         result = _handler_outcomes(handler, ctx)
-        if handler.polling or (_timeout_only(handler) and _attempt_waits_with_timeout(node, ctx)) or (
+        if handler.polling or (timeout_only(handler) and attempt_waits_with_timeout(node, ctx)) or (
             _rounds_only_when_pending(statements(handler.node.body), ctx)
         ):
             # ``future.result(0.1)`` then ``except TimeoutError: continue``: waiting, not retrying.
@@ -530,7 +530,7 @@ def _same_operation_again(
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
 
 
-def _timeout_only(handler: Handler) -> bool:
+def timeout_only(handler: Handler) -> bool:
     return bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names)
 
 
@@ -538,7 +538,7 @@ _TIMEOUT_KEYWORDS = frozenset({"timeout", "timeout_ms", "timeout_s", "wait", "bl
 _WAIT_METHODS = frozenset({"result", "get", "wait", "join", "acquire", "recv", "read", "poll"})
 
 
-def _attempt_waits_with_timeout(node: cst.Try, ctx: ModuleContext) -> bool:
+def attempt_waits_with_timeout(node: cst.Try, ctx: ModuleContext) -> bool:
     """The attempt itself waits for a bounded time (``future.result(0.1)``, ``wait_for(x, timeout=5)``)."""
     for call in walk(node.body, skip=DEFERRED):
         if not isinstance(call, cst.Call):

@@ -32,7 +32,7 @@ from .delays import DelayEnv, classify
 from .waits import sleep_of
 from .errors import describe_handler, retried_error
 from .same_operation import creates_missing, populates_missing
-from .loops import combine_delays
+from .loops import attempt_waits_with_timeout, timeout_only, combine_delays
 from .status import status_set
 
 
@@ -179,6 +179,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         handler = describe_handler(failure, ctx)
         if handler.polling:
             return None
+        if isinstance(try_node, cst.Try) and timeout_only(handler) and attempt_waits_with_timeout(try_node, ctx):
+            return None  # ``wait_for(queue.put(x), timeout=1)`` again: waiting for room, not retrying
         earlier_exit = False
         raises_for_status = False
         if isinstance(try_node, cst.Try):
