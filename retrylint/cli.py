@@ -307,8 +307,13 @@ def _fix_files(candidates, args: argparse.Namespace, resolver, out: TextIO, err:
     fixed_total = 0
     changed = 0
     budget = Budget(args.file_timeout, args.file_memory)
+    def gates_dir(scope) -> Optional[Path]:
+        if args.no_cache:
+            return None
+        return Path(args.cache_dir or os.environ.get("RETRYLINT_CACHE_DIR") or scope.config.root / DEFAULT_CACHE)
+
     for scope, candidate, display, fix in fix_files(candidates, resolver, args.unsafe_fixes,
-                                                    args.jobs or os.cpu_count() or 1, budget):
+                                                    args.jobs or os.cpu_count() or 1, budget, gates_dir):
         settings, root = scope.settings, scope.root
         outcome = fix.outcome
         if outcome is None:  # unreadable, or over the budget: its report says so

@@ -321,9 +321,12 @@ def _fix_path(path: Path, display: str, settings: Settings, unsafe: bool) -> Fil
 
 
 def fix_files(candidates: Sequence[Candidate], resolver: "Resolver", unsafe: bool, jobs: int = 1,
-              budget: Optional["Budget"] = None) -> List[Tuple["Scope", Candidate, str, FileFix]]:
+              budget: Optional["Budget"] = None,
+              gates_dir: Optional[Callable[["Scope"], Optional[Path]]] = None) -> List[Tuple["Scope", Candidate, str, FileFix]]:
     """Each candidate fixed (not written) with its own configuration, within the budget per file:
-    (scope, candidate, displayed path, result), in the candidates' order."""
+    (scope, candidate, displayed path, result), in the candidates' order. ``gates_dir``: where a
+    scope's saved narrowing gates are (its cache directory): a file they show to be clean has
+    nothing to fix and is not analysed (see :mod:`retrylint.quick`)."""
     import functools
 
     scopes = [resolver.for_file(c.path) for c in candidates]
@@ -332,7 +335,24 @@ def fix_files(candidates: Sequence[Candidate], resolver: "Resolver", unsafe: boo
     groups: Dict[int, List[int]] = {}
     for index, scope in enumerate(scopes):
         groups.setdefault(id(scope), []).append(index)
+    for indices in list(groups.values()):
+        directory = gates_dir(scopes[indices[0]]) if gates_dir is not None else None
+        if directory is None:
+            continue
+        from .quick import is_clean, load_gates, save_gates
+
+        gates = load_gates(directory)
+        if gates is None:
+            save_gates(directory)  # for the next run (this one imports the engine anyway)
+            continue
+        for index in indices:
+            data = _read_regular(candidates[index].path)
+            if data and is_clean(data, gates):
+                fixes[index] = FileFix(Report(displays[index]))
+        groups[id(scopes[indices[0]])] = [i for i in indices if fixes[i] is None]
     for indices in groups.values():
+        if not indices:
+            continue
         settings = scopes[indices[0]].settings
         if budget is not None and budget.enabled:
             from .budget import check_within_budget

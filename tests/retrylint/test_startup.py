@@ -122,3 +122,24 @@ def test_reports_from_budget_workers_need_no_libcst_in_the_main_process(project)
     # The worker analyses the file; what it sends back is plain data.
     assert probe(project.root, "--no-cache", "retry.py") == "1 False False"
     assert probe(project.root, "--no-cache", "--fix", "retry.py") == "1 False False"
+
+
+def test_fix_skips_files_the_saved_gates_show_clean(project, run, monkeypatch):
+    import retrylint.runner
+
+    project.write("clean.py", "import os\n\nprint(os.sep)\n")
+    project.write("retry.py", FIXED_FOREVER)
+    run("check", "clean.py", "retry.py")  # saves the gates in the cache directory
+    fixed = []
+    real = retrylint.runner.fix_path
+
+    def counting(path, display, settings, **kwargs):
+        fixed.append(display)
+        return real(path, display, settings, **kwargs)
+
+    monkeypatch.setattr(retrylint.runner, "fix_path", counting)
+    code, out, _ = run("check", "--fix", "--file-timeout", "0", "--file-memory", "0", "clean.py", "retry.py")
+    assert fixed == ["retry.py"] and code == 1 and "RTY101" in out
+    fixed.clear()
+    run("check", "--fix", "--no-cache", "--file-timeout", "0", "--file-memory", "0", "clean.py", "retry.py")
+    assert fixed == ["clean.py", "retry.py"]
