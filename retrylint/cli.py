@@ -148,20 +148,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # Reported with the subcommand's usage (``retrylint check --bogus``), not the top level's.
         args.subparsers[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     out = PipeSafeWriter(sys.stdout)
+    err = PipeSafeWriter(sys.stderr)  # `retrylint check 2>&1 | head -1` closes it too
     try:
         if args.command == "check":
-            return cmd_check(args, out, sys.stderr)
+            return cmd_check(args, out, err)
         if args.command == "rule":
-            return cmd_rule(args, out, sys.stderr)
+            return cmd_rule(args, out, err)
         if args.command == "explain":
             from .explain import cmd_explain
 
-            return cmd_explain(args, out, sys.stderr)
+            return cmd_explain(args, out, err)
     except (ConfigError, UsageError) as exc:
-        print(f"retrylint: error: {exc}", file=sys.stderr)
+        err.write(f"retrylint: error: {exc}\n")
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("retrylint: interrupted", file=sys.stderr)
+        err.write("retrylint: interrupted\n")
         return EXIT_ERROR
     parser.error(f"unknown command {args.command!r}")
     return EXIT_ERROR

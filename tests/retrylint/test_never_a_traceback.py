@@ -183,3 +183,17 @@ def test_an_unreadable_folder_under_diff_is_reported_too(project, run, monkeypat
     assert code == 2
     assert "retrylint: error: secret: cannot read directory: Permission denied" in err
     assert "+    wait=tenacity.wait_random_exponential(max=20)," in out
+
+
+def test_a_closed_pipe_on_both_streams_exits_quietly(project):
+    # 5,000 warnings (a noqa naming no rule): far more than a pipe holds, on standard error.
+    project.write("app.py", "".join(f"x{i} = {i}  # noqa: RTY999\n" for i in range(5000)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "retrylint", "check", "--no-cache", "app.py"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # as `2>&1 | head -1`
+    )
+    first = process.stdout.readline()
+    process.stdout.close()
+    code = process.wait(timeout=120)
+    assert first.startswith(b"retrylint: warning: app.py:1: noqa directive names unknown code RTY999")
+    assert code == 0  # the run's own exit code, not a BrokenPipeError's
