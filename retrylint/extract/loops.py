@@ -92,7 +92,7 @@ _REPORTING = re.compile(
     r"report\w*|emit\w*|trace\w*|\w*_cb|\w*callback\w*|notify\w*|incr\w*|observe\w*|capture\w*|set_exception)$",
     re.I,
 )
-_BUILTIN_LOOKS = frozenset({"getattr", "hasattr", "type", "isinstance", "str", "repr", "format", "len", "id", "vars", "dict", "list", "tuple", "bool", "int", "float"})
+_BUILTIN_LOOKS = frozenset({"getattr", "hasattr", "type", "isinstance", "cast", "issubclass", "str", "repr", "format", "len", "id", "vars", "dict", "list", "tuple", "bool", "int", "float"})
 #: Predicates about a failure: they answer, they do not sleep.
 _PREDICATE = re.compile(r"^_*(is|has|can|should|was|needs?)_|(error|expired|retriable|retryable|transient|permanent|fatal)", re.I)
 _TIMEOUT_CONTEXTS = frozenset(
@@ -106,6 +106,10 @@ _TIMEOUT_CONTEXTS = frozenset(
         "trio.move_on_after",
         "trio.fail_at",
         "trio.move_on_at",
+        "eventlet.Timeout",
+        "eventlet.timeout.Timeout",
+        "gevent.Timeout",
+        "gevent.timeout.Timeout",
     }
 )
 #: Cancel scopes that are a deadline only when given one (``anyio.CancelScope(deadline=...)``).
@@ -280,7 +284,12 @@ def _is_stream_read(call: cst.Call) -> bool:
         if func.attr.value == "get":
             return bool(_QUEUE_NAME.search(func.value.attr.value if isinstance(func.value, cst.Attribute) else func.value.value))
         return func.attr.value in _STREAM_READS
-    return isinstance(func, cst.Name) and func.value in ("next", "anext")
+    if isinstance(func, cst.Name):
+        # ``next(it)``, or a helper handed the queue: ``_get_many(self.queue, max_items=10)``
+        return func.value in ("next", "anext") or any(
+            _QUEUE_NAME.search((dotted_name(a.value) or "").rsplit(".", 1)[-1]) for a in call.args if a.keyword is None
+        )
+    return False
 
 
 # ---------------------------------------------------------------- iteration
@@ -586,18 +595,18 @@ def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
     attempt.
     """
     waiting: Optional[cst.Call] = None
-    bookkeeping_call: Optional[cst.Call] = None
     for n in walk(node.body, skip=DEFERRED):
         if isinstance(n, cst.Call) and not (ctx.call_name(n) & TRIVIAL_CALLS):
             sleep = sleep_of(n, ctx)
             if sleep is None:
                 if _bookkeeping_call(n, ctx):
-                    bookkeeping_call = bookkeeping_call or n
                     continue
                 return n
             if sleep.delay is None:
                 waiting = n
-    return waiting or bookkeeping_call
+    # Only local data was touched (``items.index(STOP)``, ``time.monotonic()``): a sentinel
+    # lookup or bookkeeping, no operation to retry.
+    return waiting
 
 
 #: Methods that read or reshape local data: never the operation a retry repeats.
@@ -1265,12 +1274,12 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext) ->
             continue
         if sleep_of(node, ctx) is not None:
             return True
-        if names and _delegates_failure(node, names, ctx):
+        if names and delegates_failure(node, names, ctx):
             return True
     return False
 
 
-def _delegates_failure(call: cst.Call, names: Set[str], ctx: ModuleContext) -> bool:
+def delegates_failure(call: cst.Call, names: Set[str], ctx: ModuleContext, statement_only: bool = True) -> bool:
     """``handler.prepare_for_next_attempt(error=e)``, ``uri = self.process_redirect(exc)``.
 
     An action that is handed the failure: not a predicate in a test, not an exception
@@ -1283,6 +1292,8 @@ def _delegates_failure(call: cst.Call, names: Set[str], ctx: ModuleContext) -> b
         return False
     if not any(set(_names(arg.value)) & names for arg in call.args):
         return False
+    if not statement_only:
+        return True
     parent = ctx.parent(call)
     if isinstance(parent, cst.Await):
         parent = ctx.parent(parent)

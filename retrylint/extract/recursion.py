@@ -32,7 +32,7 @@ from .delays import DelayEnv, classify
 from .waits import sleep_of
 from .errors import describe_handler, retried_error
 from .same_operation import creates_missing, populates_missing
-from .loops import attempt_waits_with_timeout, timeout_only, combine_delays
+from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, timeout_only
 from .status import status_set
 
 
@@ -138,6 +138,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     if isinstance(failure, cst.ExceptHandler) and (
         creates_missing(failure.body, ctx.location(call).line, ctx)
         or populates_missing(describe_handler(failure, ctx), [_before(failure, call, ctx)], ctx)
+        or _acts_on_failure(failure, call, ctx)
     ):
         return None  # "not found: create it, then run again" repairs the cause; it does not retry
     counters = _counters(func, call, roles, ctx)
@@ -302,6 +303,20 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
     if all(role == "pass" for role in roles.values()):
         return Bound(text="")
     return Bound(attempts=UNKNOWN)
+
+
+def _acts_on_failure(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> bool:
+    """``except SchemaNotReplicatedError as e: self._send_schema(e); return self.add(item)``: the
+    failure is handed to something that repairs its cause before the call runs again."""
+    if handler.name is None or not isinstance(handler.name.name, cst.Name):
+        return False
+    names = {handler.name.name.value}
+    for node in walk(_before(handler, call, ctx), skip=DEFERRED):
+        if isinstance(node, cst.Call) and sleep_of(node, ctx) is None and not isinstance(ctx.parent(node), (cst.Raise, cst.If)):
+            # ``self._send_schema_and_retry_fn(e, …).result()`` counts as well as a plain statement.
+            if delegates_failure(node, names, ctx, statement_only=False):
+                return True
+    return False
 
 
 def _before(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> cst.CSTNode:

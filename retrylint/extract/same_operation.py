@@ -236,18 +236,33 @@ def populates_missing(handler, regions: Sequence[cst.CSTNode], ctx: ModuleContex
 _FRESH_MODULES = ("random.", "secrets.", "uuid.")
 
 
+def _in_handler_of(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    for ancestor in ctx.ancestors(node):
+        if ancestor is loop:
+            return False
+        if isinstance(ancestor, cst.ExceptHandler):
+            return True
+    return False
+
+
 def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     """An input of the attempt is taken afresh on each pass, before the operation:
     ``resource = self._next()``, ``host = random.choice(hosts)``, ``public_id = secrets.token_hex()``."""
     line = ctx.location(operation).line
     for node in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
+        if isinstance(node, cst.AugAssign) and ctx.location(node).line < line and not _in_handler_of(node, loop, ctx):
+            target = dotted_name(node.target)
+            if target and reads.reads(target) and not bookkeeping(target):
+                return True  # ``month += self.months`` before each attempt: the loop walks
         if not isinstance(node, (cst.Assign, cst.AnnAssign)) or node.value is None:
             continue
-        if ctx.location(node).line >= line:
+        if ctx.location(node).line >= line or _in_handler_of(node, loop, ctx):
             continue
         names = ctx.writes_in(node)
         if not any(reads.reads(n) and not bookkeeping(n) for n in names):
             continue
+        if isinstance(node, cst.Assign) and any(_matches(n, _names(node.value)) for n in names if not bookkeeping(n)):
+            return True  # ``cursor = cursor.next_page``: each pass steps from the last
         for call in walk(node.value, skip=DEFERRED):
             if isinstance(call, cst.Call):
                 called = last_name(call.func) or ""
