@@ -142,7 +142,7 @@ def test_a_removed_argument_takes_its_own_comment_and_nothing_else():
         )
         def f(): ...
     """
-    out = fixed(source)
+    out = fixed(source, unsafe=True)
     assert out == textwrap.dedent(source).lstrip("\n").replace("    jitter=None,  # deterministic delays\n", "")
 
 

@@ -64,7 +64,7 @@ def test_backoff_jitter_none_is_removed():
         @backoff.on_exception(backoff.expo, OSError, max_tries=5, jitter=None, max_value=20)
         def f(): ...
     """
-    assert "backoff.on_exception(backoff.expo, OSError, max_tries=5, max_value=20)" in fixed(source)
+    assert "backoff.on_exception(backoff.expo, OSError, max_tries=5, max_value=20)" in fixed(source, unsafe=True)
 
 
 def test_backoff_jitter_none_as_the_last_argument_of_a_multiline_call():
@@ -79,7 +79,7 @@ def test_backoff_jitter_none_as_the_last_argument_of_a_multiline_call():
         )
         def f(): ...
     """
-    out = fixed(source)
+    out = fixed(source, unsafe=True)
     assert "jitter" not in out
     ast.parse(out)
     assert "    max_value=20,\n)" in out
@@ -143,12 +143,12 @@ def test_diff_does_not_write_and_exits_1(project, run):
         def f(): ...
     """)
     before = path.read_text()
-    code, out, err = run("check", "--diff", "app.py")
+    code, out, err = run("check", "--diff", "--unsafe-fixes", "app.py")
     assert code == 1
     assert out.startswith("--- app.py\n+++ app.py\n")
     assert "-@backoff.on_exception(backoff.expo, OSError, max_tries=5, jitter=None, max_value=20)" in out
     assert path.read_text() == before
-    assert run("check", "--diff", "clean.py" if False else "app.py")[0] == 1
+    assert run("check", "--diff", "--unsafe-fixes", "app.py")[0] == 1
 
 
 def test_fix_writes_and_reports_what_remains(project, run):
@@ -157,12 +157,12 @@ def test_fix_writes_and_reports_what_remains(project, run):
         @backoff.on_exception(backoff.expo, Exception, max_tries=5, jitter=None, max_value=20)
         def f(): ...
     """)
-    code, out, _ = run("check", "--fix", "app.py")
+    code, out, _ = run("check", "--fix", "--unsafe-fixes", "app.py")
     assert "jitter" not in path.read_text()
     assert codes(out) == ["RTY301"]
     assert "Fixed 1 error." in out and "Found 1 error remaining." in out
     assert code == 1
-    code, out, _ = run("check", "--fix", "app.py")
+    code, out, _ = run("check", "--fix", "--unsafe-fixes", "app.py")
     assert "Fixed" not in out
 
 
@@ -170,7 +170,7 @@ def test_fix_keeps_bom_and_crlf(project, run):
     source = "import backoff\r\n@backoff.on_exception(backoff.expo, OSError, max_tries=5, jitter=None, max_value=20)\r\ndef f(): ...\r\n"
     path = project.root / "app.py"
     path.write_bytes(b"\xef\xbb\xbf" + source.encode())
-    run("check", "--fix", "app.py")
+    run("check", "--fix", "--unsafe-fixes", "app.py")
     data = path.read_bytes()
     assert data.startswith(b"\xef\xbb\xbf")
     assert b"jitter" not in data and data.count(b"\r\n") == 3
@@ -198,7 +198,7 @@ def test_markers_and_json_fix(project, run):
 def test_fix_from_stdin_prints_the_fixed_source(project, run, monkeypatch):
     source = "import backoff\n@backoff.on_exception(backoff.expo, OSError, max_tries=5, jitter=None, max_value=20)\ndef f(): ...\n"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.encode())))
-    code, out, _ = run("check", "--fix", "-", "--stdin-filename", "app.py")
+    code, out, _ = run("check", "--fix", "--unsafe-fixes", "-", "--stdin-filename", "app.py")
     assert out == source.replace(", jitter=None", "")
     assert code == 0
 
@@ -206,7 +206,7 @@ def test_fix_from_stdin_prints_the_fixed_source(project, run, monkeypatch):
 def test_diff_from_stdin_says_how_many_fixes_would_be_applied(project, run, monkeypatch):
     source = "import backoff\n@backoff.on_exception(backoff.expo, OSError, max_tries=5, jitter=None, max_value=20)\ndef f(): ...\n"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.encode())))
-    code, out, err = run("check", "--diff", "-", "--stdin-filename", "app.py")
+    code, out, err = run("check", "--diff", "--unsafe-fixes", "-", "--stdin-filename", "app.py")
     assert code == 1 and out.startswith("--- app.py\n+++ app.py\n")
     assert "1 fix would be applied to 1 file." in err
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x = 1\n")))
