@@ -184,6 +184,7 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         t for t in trys
         if t.retrying and t.success_exit and t.operation is not None and not _is_stream_read(t.operation)
         and not any(line < ctx.location(t.operation).line for line in reads)
+        and not _runs_a_consumer(t.node)
     ]
     # A failure path that changes what the next pass sends (or where) searches or repairs.
     all_counters = {**iteration.counters, **counted}
@@ -224,6 +225,23 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         is_async=any(isinstance(n, cst.Await) for n in walk_local(loop.body))
         or bool(isinstance(loop, cst.For) and loop.asynchronous),
     )
+
+
+#: What a consumer iterates: ``self._listen()``, ``pubsub.listen()``, ``shared.events``, ``watch(...)``.
+_STREAM_ITERABLE = re.compile(r"(listen|subscri|consum|events?$|messages?$|watch|feed)", re.I)
+
+
+def _runs_a_consumer(attempt: cst.Try) -> bool:
+    """``try: for message in self._listen(): handle(message)`` ``except Exception: log``: the
+    attempt is a whole consumer run and the loop around it a supervisor, not a retry."""
+    for statement in statements(attempt.body):
+        if isinstance(statement, cst.For):
+            if any(
+                isinstance(n, (cst.Name, cst.Attribute)) and _STREAM_ITERABLE.search(last_name(n) or "")
+                for n in walk(statement.iter)
+            ):
+                return True
+    return False
 
 
 def _partial_io(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
