@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from ..fixes import SAFE, UNSAFE, Fix, Fixer, first_call
+from ..fixes import UNSAFE, Fix, Fixer, first_call
 from ..model import JitterKind, RetryPolicy, known
 from .library_fixes import call_of, rename, set_argument, tenacity_wait_call
 from ..settings import Settings
@@ -66,14 +66,14 @@ class BackoffWithoutJitter(Rule):
     ```
 
     ## Fix safety
-    Safe (`--fix`): tenacity `wait_exponential(...)` becomes
+    Every fix is unsafe (`--unsafe-fixes`): jitter changes the delays, full jitter halves
+    the average one, and some need a number. tenacity `wait_exponential(...)` becomes
     `wait_random_exponential(...)` with the same arguments (the import is extended);
     backoff's `jitter=None` is removed (full jitter is backoff's default); redis
-    `ExponentialBackoff(...)` becomes `FullJitterBackoff(...)`.
-    Unsafe (`--unsafe-fixes`, they change the average delay or need a number):
-    urllib3 gets `backoff_jitter=1.0`, retrying `wait_jitter_max=1000`, the retry
-    package `jitter=(0, 1)`, and a hand-written `sleep(d)` becomes
-    `sleep(random.uniform(0, d))` (adding `import random`).
+    `ExponentialBackoff(...)` becomes `FullJitterBackoff(...)`; urllib3 gets
+    `backoff_jitter=1.0`, retrying `wait_jitter_max=1000`, the retry package
+    `jitter=(0, 1)`, and a hand-written `sleep(d)` becomes `sleep(random.uniform(0, d))`
+    (adding `import random`).
     """
 
     code = "RTY203"
@@ -377,7 +377,7 @@ class BackoffWithoutJitter(Rule):
             call = call_of(policy)
             if call is not None and fixer.keyword(call, "jitter") is not None:
                 edit = fixer.remove_keyword(call, "jitter")
-                return Fix(SAFE, "remove `jitter=None` (backoff's default is full jitter)", (edit,)) if edit else None
+                return Fix(UNSAFE, "remove `jitter=None` (backoff's default is full jitter)", (edit,)) if edit else None
         if source == "redis":
             target = first_call(call_of(policy), fixer.ctx, {"redis.backoff.ExponentialBackoff"})
             if target is not None:

@@ -71,8 +71,6 @@ def test_jitter_swaps_are_unsafe():
         assert fixed(source, unsafe=True) != fixed(source)
 
 
-@pytest.mark.xfail(strict=True, reason="the backoff jitter=None fix is marked safe in rules/rty203 "
-                   "(another engineer's file): it must be Fix(UNSAFE, ...) like the other jitter swaps")
 def test_backoff_jitter_removal_is_unsafe():
     source = """
         import backoff
