@@ -1151,13 +1151,8 @@ def _delay(
         for handler in analysis.retrying:
             own = [s for s in usable if ctx.is_inside(s.call, handler.node)]
             falls = FALL in outcomes(statements(handler.node.body))
-            if own and all(_sometimes(s.call, handler.node, loop, ctx) for s in own) and not (top or before_operation):
-                # ``if ttl < TTL / 2: time.sleep(0.05)``: some retries wait, others do not.
-                paths.append([])
-                hidden.append(True)
-            else:
-                paths.append(top + before_operation + own + (rest_sleeps if falls else []))
-                hidden.append(_hidden_wait(analysis, handler, ctx) or _attempt_blocks(analysis.node, ctx) or waits_per_item)
+            paths.append(top + before_operation + own + (rest_sleeps if falls else []))
+            hidden.append(_hidden_wait(analysis, handler, ctx) or _attempt_blocks(analysis.node, ctx) or waits_per_item)
             timeouts.append(bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names))
             owners.append(handler.names or ("everything",))
     if status is not None:
@@ -1201,59 +1196,6 @@ def _iterates_a_backoff(loop: cst.For, ctx: ModuleContext) -> bool:
     return any(
         isinstance(v, cst.Call) and bool(WAITISH.search(last_name(v.func) or "")) for v in map(unwrap_await, values)
     )
-
-
-def _sometimes(sleep: cst.Call, handler: cst.ExceptHandler, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
-    """The sleep sits in one branch of an ``if`` of the handler whose other way goes round without it."""
-    delay_names = set(_names(sleep))
-    for ancestor in _ancestors_until(sleep, handler, ctx):
-        if not isinstance(ancestor, cst.If) or set(_names(ancestor.test)) & delay_names:
-            continue  # ``if watch_delay: time.sleep(watch_delay)`` only skips a delay not configured
-        if _before_last_attempt(ancestor.test, loop):
-            continue  # ``if attempt < ATTEMPTS: time.sleep(2)``: no wait after the last attempt
-        body, orelse = if_branches(ancestor)
-        other = orelse if ctx.is_inside(sleep, ancestor.body) else body
-        if other is None:
-            other = rest_after(ancestor, handler, ctx)  # what runs when the test fails
-        if outcomes(other) & {FALL, CONTINUE} and not any(
-            isinstance(n, cst.Call) and sleep_of(n, ctx) is not None for st in other for n in walk(st)
-        ):
-            return True
-    return False
-
-
-def _before_last_attempt(test: cst.BaseExpression, loop: cst.CSTNode) -> bool:
-    """``if attempt < MAX_ATTEMPTS - 1:`` under ``for attempt in range(MAX_ATTEMPTS)``, ``if timeout > 0``
-    under ``while timeout > 0``: the wait is only skipped after the last attempt.
-
-    A limit computed otherwise (``ttl < TTL / 2``) makes some retries wait and others not.
-    """
-    header = loop.iter if isinstance(loop, cst.For) else loop.test  # type: ignore[attr-defined]
-    if isinstance(loop, cst.While) and _same_code(test, header):
-        return True
-    allowed = set(_names(header)) | ({n for n in _names(loop.target)} if isinstance(loop, cst.For) else set())
-    if isinstance(test, cst.BooleanOperation):
-        return _before_last_attempt(test.left, loop) or _before_last_attempt(test.right, loop)
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-        return False
-    sides = [test.left, test.comparisons[0].comparator]
-    return all(_simple_limit(side) and set(_names(side)) <= allowed for side in sides) and bool(
-        set(_names(test)) & allowed
-    )
-
-
-def _simple_limit(expr: cst.BaseExpression) -> bool:
-    """A name, a number, or one of them plus or minus a number."""
-    if isinstance(expr, (cst.Name, cst.Attribute, cst.Integer)):
-        return True
-    return (
-        isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract))
-        and _simple_limit(expr.left) and isinstance(expr.right, cst.Integer)
-    )
-
-
-def _same_code(a: cst.CSTNode, b: cst.CSTNode) -> bool:
-    return a.deep_equals(b)
 
 
 def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: ModuleContext) -> List[Sleep]:
