@@ -1325,9 +1325,11 @@ def _rest_filters(rest: List[cst.CSTNode], ctx: ModuleContext, counters: Dict[st
             if not isinstance(node, cst.If):
                 continue
             if outcomes(if_branches(node)[0]) & EXITS and any(
-                isinstance(n, cst.Call) and _PREDICATE_NAME.search(last_name(n.func) or "") for n in walk(node.test)
+                isinstance(n, cst.Call) and _PREDICATE_NAME.search(last_name(n.func) or "")
+                or isinstance(n, (cst.Name, cst.Attribute)) and _PREDICATE_NAME.search(last_name(n) or "")
+                for n in walk(node.test)
             ):
-                return True
+                return True  # ``if not future.retriable(): raise``, ``if not retryable_error: return``
             if any(b is not None and RAISE in outcomes(b) for b in if_branches(node)):
                 if classify_guard(node.test, env, 0).kind not in ("counter", "deadline"):
                     return True

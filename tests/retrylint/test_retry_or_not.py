@@ -658,3 +658,23 @@ def test_rty302_names_only_the_statuses_retried():
     messages = [m for c, m in _findings(code) if c == "RTY302"]
     assert messages and "404" in messages[0]
     assert "400" not in messages[0] and "401" not in messages[0]
+
+
+def test_a_flag_named_for_retryability_after_the_handler_is_a_permanent_error_exit():
+    # google_auth oauth2/_client.py: the sync twin of an async loop that was already silent.
+    code = """
+    import json
+    def lookup(request, can_retry, backoff):
+        for attempt in range(6):
+            response = request("GET")
+            try:
+                data = json.loads(response.data)
+            except ValueError:
+                data = response.data
+            if response.status == 200:
+                return True, data
+            retryable_error = response.status in (500, 503)
+            if not can_retry or not retryable_error:
+                return False, data
+    """
+    assert "RTY303" not in [c for c, _ in _findings(code)]
