@@ -69,6 +69,35 @@ class UnboundedRetryLoop(Rule):
     VALID = [
         Valid(
             """
+            import importlib
+            def import_attribute(name):
+                module_bits = name.split(".")
+                attribute_bits = []
+                while True:
+                    try:
+                        return importlib.import_module(".".join(module_bits)), attribute_bits
+                    except ImportError:
+                        attribute_bits.insert(0, module_bits.pop())
+            """,
+            "a shorter module path on each pass (rq import_attribute): a search",
+        ),
+        Valid(
+            """
+            import click
+            def ask_settings():
+                settings = None
+                while settings is None:
+                    value = click.prompt("settings")
+                    try:
+                        settings = [parse(v) for v in value.split(",")]
+                    except ValueError as ex:
+                        click.secho(str(ex), fg="red")
+                return settings
+            """,
+            "re-prompting a person (meltano): not a retry",
+        ),
+        Valid(
+            """
             import time
             def wait_for(job):
                 while not job.done():

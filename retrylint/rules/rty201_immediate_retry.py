@@ -66,6 +66,47 @@ class ImmediateRetry(Rule):
     VALID = [
         Valid(
             """
+            import socket
+            def listen(host, port):
+                while True:
+                    sock = socket.socket()
+                    try:
+                        sock.bind((host, port))
+                        return sock
+                    except OSError:
+                        port += 1
+            """,
+            "hunting a free port (celery rdb): each pass tries another port, a search",
+        ),
+        Valid(
+            """
+            def post(client, url, body):
+                while True:
+                    response = client.post(url, json=body)
+                    if response.status_code in (307, 308):
+                        url = response.headers["Location"]
+                        continue
+                    if response.status_code == 200:
+                        return response
+                    raise RuntimeError(response.status_code)
+            """,
+            "following redirects (posthog): the next pass goes elsewhere",
+        ),
+        Valid(
+            """
+            def embed(client, batch):
+                while True:
+                    try:
+                        return client.embed(batch)
+                    except InvalidArgument:
+                        if len(batch) == 1:
+                            raise
+                        batch = batch[: len(batch) // 2]
+            """,
+            "truncating the payload (langchain vertexai): a repair, not a retry",
+        ),
+        Valid(
+            """
             import json, logging, queue
 
             def next_batch(self):

@@ -62,6 +62,39 @@ class RetryOnPermanentException(Rule):
     VALID = [
         Valid(
             """
+            class Fields:
+                _registry = {}
+
+                @classmethod
+                def get(cls, model):
+                    try:
+                        return cls._registry[model]
+                    except KeyError:
+                        cls(model=model)
+                        return cls.get(model=model)
+            """,
+            "populate-on-miss (mayan registry): the KeyError handler fills in what was missing",
+        ),
+        Valid(
+            """
+            import json, time
+            def token(request):
+                for attempt in range(3):
+                    response = request("POST")
+                    try:
+                        data = json.loads(response.data)
+                    except ValueError:
+                        data = response.data
+                    if response.status == 200:
+                        return data
+                    if not can_retry(response.status, data):
+                        raise RuntimeError(data)
+                    time.sleep(1)
+            """,
+            "a non-JSON body is kept and the status checks decide (google-auth): ValueError is not what is retried",
+        ),
+        Valid(
+            """
             import random, time
             def fetch(call):
                 for attempt in range(5):
