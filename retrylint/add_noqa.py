@@ -16,6 +16,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
 from .config import Config
@@ -46,9 +47,13 @@ def cmd_add_noqa(args: argparse.Namespace, paths: Sequence[str], settings: Setti
     """``retrylint check --add-noqa PATHS``: rewrite the files, print ``Added N noqa directives.``
 
     With a ``resolver``, each file gets its own (nearest) configuration, as ``check`` gives it."""
-    from .cli import EXIT_CLEAN, EXIT_ERROR, UsageError
+    import functools
+    import os
+
+    from .budget import run_each
+    from .cli import EXIT_CLEAN, EXIT_ERROR, UsageError, budget_of
     from .discovery import PathNotFound, discover
-    from .runner import display_path, ignored_codes, read_for_fix, write_fixed
+    from .runner import display_path, write_fixed
 
     if "-" in paths:
         raise UsageError("--add-noqa rewrites files: it cannot read standard input")
@@ -66,27 +71,42 @@ def cmd_add_noqa(args: argparse.Namespace, paths: Sequence[str], settings: Setti
     if not candidates and not unreadable:
         err.write("retrylint: warning: No Python files found under the given path(s)\n")
     total = 0
-    for candidate in candidates:
-        display = display_path(candidate.path)
-        if resolver is not None:
-            scope = resolver.for_file(candidate.path)
-            settings, root = scope.settings, scope.root
-        else:
-            root = config.root
-        try:
-            text, encoding, bom = read_for_fix(candidate.path)
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+    # Each file's directives, worked out within the budget per file (as ``check`` analyses it),
+    # with its own configuration: files that share one are done together.
+    displays = [display_path(c.path) for c in candidates]
+    scopes = [resolver.for_file(c.path) if resolver is not None else None for c in candidates]
+    groups: Dict[int, List[int]] = {}
+    for index, scope in enumerate(scopes):
+        groups.setdefault(id(scope), []).append(index)
+    done: List[object] = [None] * len(candidates)
+    budget, jobs = budget_of(args), args.jobs or os.cpu_count() or 1
+    for indices in groups.values():
+        scope = scopes[indices[0]]
+        group_settings, root = (scope.settings, scope.root) if scope is not None else (settings, config.root)
+        work = [(candidates[i].path, displays[i]) for i in indices]
+        for index, item in zip(indices, run_each(work, group_settings, jobs, budget,  # type: ignore[arg-type]
+                                                 functools.partial(noqa_path, root=root))):
+            done[index] = item
+    for candidate, display, item in zip(candidates, displays, done):
+        if not isinstance(item, NoqaFile):  # over the budget (its notice) or an internal error
+            if getattr(item, "notice", None) and not args.quiet:
+                err.write(f"retrylint: warning: {display}: {item.notice}\n")
+            if getattr(item, "error", None):
+                err.write(f"retrylint: error: {display}: {item.error}\n")
+                failed = True
+            continue
+        outcome = item.outcome
+        if outcome is None:
             continue  # an RTY001 file: nothing to add a directive to
-        outcome = add_noqa_to_source(text, display, settings, ignored_codes(display, settings, root))
         if outcome.error:
             err.write(f"retrylint: error: {display}: {outcome.error}\n")
             failed = True
         for finding in outcome.unsilenced:
             err.write(f"retrylint: warning: {display}:{finding.location.line}: could not add a noqa "
                       f"directive that silences {finding.code}\n")
-        if outcome.text != text:
+        if outcome.text != outcome.original:
             try:
-                write_fixed(candidate.path, outcome.text, encoding, bom)
+                write_fixed(candidate.path, outcome.text, item.encoding, item.bom)
             except OSError as exc:
                 err.write(f"retrylint: error: {display}: cannot write the noqa directives: {exc.strerror or exc}\n")
                 failed = True
@@ -95,6 +115,38 @@ def cmd_add_noqa(args: argparse.Namespace, paths: Sequence[str], settings: Setti
     if not args.quiet:
         err.write(f"Added {total} noqa directive{'' if total == 1 else 's'}.\n")
     return EXIT_ERROR if failed else EXIT_CLEAN
+
+
+@dataclass
+class NoqaFile:
+    """--add-noqa on one file, worked out (not written): the outcome (None: the file cannot be
+    read, an RTY001 file) and how to write the file back."""
+
+    outcome: Optional[NoqaOutcome]
+    encoding: str = "utf-8"
+    bom: bool = False
+
+
+def noqa_path(path: Path, display: str, settings: Settings, want_policies: bool = False,
+              root: Optional[Path] = None) -> object:
+    """A file's directives (in a budget worker, or here): a NoqaFile, or a Report with an internal
+    error; never an exception, and nothing the main process needs the engine to read."""
+    from .records import Record, Report
+    from .runner import ignored_codes, read_for_fix
+
+    try:
+        text, encoding, bom = read_for_fix(path)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return NoqaFile(None)
+    try:
+        outcome = add_noqa_to_source(text, display, settings,
+                                     ignored_codes(display, settings, root if root is not None else Path.cwd()))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - one file never stops the run
+        return Report(display, error=f"internal error: {type(exc).__name__}: {exc}")
+    outcome.unsilenced = [Record(f.code, f.name, f.message, f.path, f.location, f.url) for f in outcome.unsilenced]
+    return NoqaFile(outcome, encoding, bom)
 
 
 def add_noqa_to_source(text: str, display: str, settings: Settings, ignored: frozenset = frozenset()) -> NoqaOutcome:

@@ -78,6 +78,9 @@ def _serve(connection: "Connection", settings: Settings, memory_mb: int,
     # An allocation that fails in native code prints a Rust backtrace: the report says it instead.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
+    import faulthandler
+
+    faulthandler.disable()  # nor a Python dump on a duplicate of standard error (pytest, PYTHONFAULTHANDLER)
     _limit_memory(memory_mb)
     try:
         from . import engine  # noqa: F401 - imported before the first file's budget starts
@@ -190,8 +193,20 @@ def check_within_budget(work: List[Tuple[Path, str]], settings: Settings, jobs: 
     return [reports[i] for i in range(len(work))]
 
 
-def _size(path: Path) -> int:
+def run_each(work: List[Tuple[object, str]], settings: Settings, jobs: int, budget: Optional[Budget],
+             check: Callable[[object, str, Settings, bool], object]) -> List[object]:
+    """``check`` on each (item, display) of ``work``, in order: within ``budget`` (in workers, a
+    file over it a Report with the notice) when it has a limit, else here, one after the other.
+    An item is a path, or the source text itself (standard input): ``check`` knows which."""
+    if budget is not None and budget.enabled and work:
+        return check_within_budget(work, settings, max(1, jobs), budget, check)  # type: ignore[arg-type]
+    return [check(item, display, settings, False) for item, display in work]
+
+
+def _size(path: object) -> int:
+    if isinstance(path, str):
+        return len(path)  # source text (standard input), not a path
     try:
-        return path.stat().st_size
+        return path.stat().st_size  # type: ignore[attr-defined]
     except OSError:
         return 0

@@ -107,14 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them (implies --fix)")
     check.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                        help="worker processes (default: the machine's CPU count; 1: no workers)")
-    from .budget import DEFAULT_MEMORY_MB, DEFAULT_SECONDS
-
-    check.add_argument("--file-timeout", type=_seconds, default=DEFAULT_SECONDS, metavar="SECONDS",
-                       help=f"a file still being analysed after SECONDS is reported as \"could not be analysed\" "
-                       f"(default: {DEFAULT_SECONDS:g}; 0: no limit)")
-    check.add_argument("--file-memory", type=_megabytes, default=DEFAULT_MEMORY_MB, metavar="MB",
-                       help=f"a file whose analysis needs more than MB megabytes is reported as \"could not be "
-                       f"analysed\" (default: {DEFAULT_MEMORY_MB}; 0: no limit; Linux only)")
+    _budget_options(check)
     check.add_argument("--no-cache", action="store_true", help="analyse every file, neither read nor write the cache")
     check.add_argument("--cache-dir", metavar="DIR",
                        help=f"where to keep the results cache (default: {DEFAULT_CACHE} in the project root, "
@@ -131,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(explain, quiet="print the sites only: no notices, no \"no retry site found\"")
     explain.add_argument("--output-format", choices=("text", "json"), default="text",
                          help="text (default) or json")
+    _budget_options(explain)
     parser.set_defaults(subparsers={"check": check, "rule": rule, "explain": explain})
     return parser
 
@@ -139,6 +133,26 @@ def _common(parser: argparse.ArgumentParser, quiet: str = "print findings only: 
     parser.add_argument("--config", metavar="FILE",
                         help="use this pyproject.toml / retrylint.toml for every file (default: the nearest one)")
     parser.add_argument("-q", "--quiet", action="store_true", help=quiet)
+
+
+def _budget_options(parser: argparse.ArgumentParser) -> None:
+    """--file-timeout and --file-memory: the budget per file (``check``, its standard input and
+    --add-noqa, ``explain``)."""
+    from .budget import DEFAULT_MEMORY_MB, DEFAULT_SECONDS
+
+    parser.add_argument("--file-timeout", type=_seconds, default=DEFAULT_SECONDS, metavar="SECONDS",
+                        help=f"a file still being analysed after SECONDS is reported as \"could not be analysed\" "
+                        f"(default: {DEFAULT_SECONDS:g}; 0: no limit)")
+    parser.add_argument("--file-memory", type=_megabytes, default=DEFAULT_MEMORY_MB, metavar="MB",
+                        help=f"a file whose analysis needs more than MB megabytes is reported as \"could not be "
+                        f"analysed\" (default: {DEFAULT_MEMORY_MB}; 0: no limit; Linux only)")
+
+
+def budget_of(args: argparse.Namespace):
+    """The budget per file the command line asks for."""
+    from .budget import Budget
+
+    return Budget(args.file_timeout, args.file_memory)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -272,11 +286,9 @@ def _check(args: argparse.Namespace, paths: List[str], resolver, out: TextIO, er
         if code is not None:
             return code
     else:
-        from .budget import Budget
-
         result = run_scoped(candidates, resolver, jobs=args.jobs or os.cpu_count() or 1,
                             cache_for=lambda scope: _cache(args, scope.settings, scope.config),
-                            budget=Budget(args.file_timeout, args.file_memory))
+                            budget=budget_of(args))
         result.errors[:0] = unreadable
     return report(result, args, out, err, fixed=result.fixed)
 
@@ -302,12 +314,11 @@ def _fix_files(candidates, args: argparse.Namespace, resolver, out: TextIO, err:
     Returns the exit code for --diff; None when the caller reports ``result``."""
     import difflib
 
-    from .budget import Budget
     from .runner import _collect, check_path, fix_files, note_noqa_codes, write_fixed
 
     fixed_total = 0
     changed = 0
-    budget = Budget(args.file_timeout, args.file_memory)
+    budget = budget_of(args)
     def gates_dir(scope) -> Optional[Path]:
         if args.no_cache:
             return None
@@ -361,7 +372,7 @@ def _would_apply(fixes: int, files: int) -> str:
 def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, err: TextIO) -> int:
     """Fix standard input and print the fixed source (as ruff does); what remains goes to
     standard error, since standard output is the source."""
-    from .runner import _collect, fix_source, note_noqa_codes
+    from .runner import FixOutcome, _collect, fix_stdin_text, note_noqa_codes
 
     from .engine import SourceError, decode_source
 
@@ -373,7 +384,17 @@ def _fix_stdin(args: argparse.Namespace, settings, config: Config, out: TextIO, 
         err.write(f"retrylint: error: {name}: {exc}\n")
         out.write(data.decode("utf-8", "surrogateescape") if not args.diff else "")
         return EXIT_ERROR
-    outcome = fix_source(text, name, settings, args.unsafe_fixes)
+    outcome = fix_stdin_text(text, name, settings, args.unsafe_fixes, budget_of(args))
+    if not isinstance(outcome, FixOutcome):
+        # Over the budget (its notice), or an internal error: the source goes out as it came in.
+        if not args.diff:
+            out.write(text)
+        if outcome.notice and not args.quiet:
+            err.write(f"retrylint: warning: {name}: {outcome.notice}\n")
+        if outcome.error:
+            err.write(f"retrylint: error: {name}: {outcome.error}\n")
+            return EXIT_ERROR
+        return EXIT_CLEAN
     if args.diff:
         import difflib
 
@@ -417,7 +438,7 @@ def _check_stdin(args: argparse.Namespace, settings, config: Config) -> RunResul
             Finding(SyntaxErrorRule.code, SyntaxErrorRule.name, str(exc), name, Location(1, 1, 1, 1), SyntaxErrorRule.url())
         )
         return result
-    return run_stdin(text, name, settings, config.root)
+    return run_stdin(text, name, settings, config.root, budget=budget_of(args))
 
 
 def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO, fixed: int = 0) -> int:

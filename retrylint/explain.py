@@ -147,7 +147,9 @@ def to_text(policy: RetryPolicy, path: str) -> str:
 
 
 def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .cli import EXIT_CLEAN, EXIT_ERROR, UsageError, load
+    import os
+
+    from .cli import EXIT_CLEAN, EXIT_ERROR, UsageError, budget_of, load
     from .config import resolve
     from .discovery import PathNotFound, discover
     from .runner import run_files
@@ -159,7 +161,9 @@ def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         candidates = discover([path], settings, config.root)
     except PathNotFound:
         raise UsageError(f"path does not exist: {path}") from None
-    result = run_files(candidates, settings, config.root, want_policies=True)
+    # Within the budget per file, as ``check`` (a file over it: the notice, never a hang).
+    result = run_files(candidates, settings, config.root, want_policies=True, jobs=os.cpu_count() or 1,
+                       budget=budget_of(args))
     sites: List[Tuple[str, RetryPolicy]] = []
     for report in result.reports:
         for policy in select_sites(report.policies, line):
@@ -173,7 +177,7 @@ def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output_format == "json":
         out.write(json.dumps([to_dict(p, name) for name, p in sites], indent=2, ensure_ascii=False) + "\n")
     else:
-        if not sites and not args.quiet:
+        if not sites and not args.quiet and not result.notices:
             where = f"{path}:{line}" if line else path
             out.write(f"no retry site found in {where}\n")
         out.write("\n".join(to_text(p, name) for name, p in sites))

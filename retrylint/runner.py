@@ -14,6 +14,7 @@ from .records import Report
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from .budget import Budget
     from .cache import Cache
     from .engine import FileReport, Finding
     from .resolver import Resolver, Scope
@@ -89,10 +90,12 @@ def run_files(
     want_policies: bool = False,
     jobs: int = 1,
     cache: Optional["Cache"] = None,
+    budget: Optional["Budget"] = None,
 ) -> RunResult:
-    """Check every candidate with one settings: cached reports first, the rest in ``jobs`` workers."""
+    """Check every candidate with one settings: cached reports first, the rest in ``jobs`` workers
+    (within ``budget`` per file, when it has a limit)."""
     result = RunResult()
-    for report in _reports(candidates, settings, want_policies, jobs, cache):
+    for report in _reports(candidates, settings, want_policies, jobs, cache, budget):
         _collect(result, report, settings, root)
     return result
 
@@ -202,10 +205,11 @@ _PARALLEL_MINIMUM = 16
 
 def _check_all(work: List[Tuple[Path, str]], settings: Settings, want_policies: bool, jobs: int,
                budget: Optional["Budget"] = None) -> Iterator[FileReport]:
-    if budget is not None and budget.enabled and not want_policies and work:
+    if budget is not None and budget.enabled and work:
         from .budget import check_within_budget
 
-        yield from check_within_budget(work, settings, max(1, jobs), budget, _check_one_plain)  # type: ignore[misc]
+        check = _check_one_with_policies if want_policies else _check_one_plain
+        yield from check_within_budget(work, settings, max(1, jobs), budget, check)  # type: ignore[misc]
         return
     if jobs <= 1 or want_policies or len(work) < _PARALLEL_MINIMUM:
         for path, display in work:
@@ -264,6 +268,33 @@ def _check_one_plain(path: Path, display: str, settings: Settings, want_policies
     return plain(_check_one(path, display, settings, want_policies))
 
 
+def _check_one_with_policies(path: Path, display: str, settings: Settings, want_policies: bool = True) -> Report:
+    """In a budget worker, for ``explain``: the plain report with the retry sites (without their
+    syntax nodes, which only ``--fix`` needs)."""
+    full = _check_one(path, display, settings, True)
+    return replace(_plain_report(full), policies=_plain_policies(full.policies))
+
+
+def _plain_report(report: "FileReport") -> Report:
+    from .records import plain
+
+    return plain(report)
+
+
+def _plain_policies(policies: Sequence) -> list:
+    return [replace(p, anchor=None, delay_anchor=None) for p in policies]
+
+
+def _check_text_plain(text: str, display: str, settings: Settings, want_policies: bool = False) -> Report:
+    """Source text (standard input) checked, in a budget worker: a plain report, never an exception."""
+    try:
+        return _plain_report(check_source(text, display, settings))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - reported, as for a file
+        return Report(display, error=f"internal error: {type(exc).__name__}: {exc}")
+
+
 def _displayed(report: FileReport, display: str) -> FileReport:
     """A cached report under the path as shown from the current directory."""
     if report.path == display:
@@ -271,9 +302,16 @@ def _displayed(report: FileReport, display: str) -> FileReport:
     return replace(report, path=display, findings=[replace(f, path=display) for f in report.findings])
 
 
-def run_stdin(text: str, filename: Optional[str], settings: Settings, root: Path, want_policies: bool = False) -> RunResult:
+def run_stdin(text: str, filename: Optional[str], settings: Settings, root: Path, want_policies: bool = False,
+              budget: Optional["Budget"] = None) -> RunResult:
+    """Check source read from standard input, within ``budget`` as a file is (a worker process)."""
     result = RunResult()
-    report = check_source(text, filename or "-", settings, want_policies=want_policies)
+    if want_policies:
+        report = check_source(text, filename or "-", settings, want_policies=True)
+    else:
+        from .budget import run_each
+
+        [report] = run_each([(text, filename or "-")], settings, 1, budget, _check_text_plain)  # type: ignore[list-item]
     _collect(result, report, settings, root)
     note_noqa_codes(result, filename or "-", text.encode("utf-8", "surrogatepass"), text)
     return result
@@ -304,6 +342,28 @@ def fix_path(path: Path, display: str, settings: Settings, want_policies: bool =
         if fix.outcome is not None:
             fix.outcome.report = fix.report
     return fix
+
+
+def fix_text(text: str, display: str, settings: Settings, want_policies: bool = False, unsafe: bool = False):
+    """--fix on source text (standard input), in a budget worker: the FixOutcome with a plain
+    report, or a Report with the internal error (never an exception)."""
+    try:
+        outcome = fix_source(text, display, settings, unsafe)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - reported, as for a file
+        return Report(display, error=f"internal error: {type(exc).__name__}: {exc}")
+    outcome.report = _plain_report(outcome.report)
+    return outcome
+
+
+def fix_stdin_text(text: str, display: str, settings: Settings, unsafe: bool, budget: Optional["Budget"] = None):
+    """``fix_text`` within ``budget``: a FixOutcome, or a Report (over the budget: its notice)."""
+    import functools
+
+    from .budget import run_each
+
+    return run_each([(text, display)], settings, 1, budget, functools.partial(fix_text, unsafe=unsafe))[0]
 
 
 def _fix_path(path: Path, display: str, settings: Settings, unsafe: bool) -> FileFix:
