@@ -17,6 +17,14 @@ run, on the same machine, with the same inputs:
    ``asyncio.sleep``; target: under 5 s). Baseline: the same clients on a plain event loop
    with ``asyncio.sleep`` patched to yield without waiting.
 
+5. Herd check of 2,000 sync httpx clients through ``downstream.httpx_transport()`` (tenacity,
+   full jitter, a new ``httpx.Client`` per client; target: under 3 s). Baselines: the same
+   2,000 clients calling the fake directly (``ds()``: the herd check without httpx), and the
+   same httpx clients on a plain ``httpx.MockTransport`` answering 503 for the first calls then
+   200 with ``time.sleep`` patched to a no-op (httpx's own cost, without the plugin).
+
+``--only httpx`` runs measurement 5 alone.
+
 Also printed: the virtual time each check simulated (what real sleeping would cost).
 """
 
@@ -108,6 +116,75 @@ async def async_client(downstream: Any) -> Any:
             await asyncio.sleep(random.uniform(0, min(20, 2 ** (attempt - 1))))
 
 
+HTTPX_CLIENTS = 2000
+
+
+def _httpx_policy(retry_on: Any) -> tenacity.Retrying:
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(8),
+        wait=tenacity.wait_random_exponential(multiplier=1, max=20),
+        retry=tenacity.retry_if_exception_type(retry_on),
+        reraise=True,
+    )
+
+
+def httpx_client(downstream: Any) -> Any:
+    import httpx
+
+    client = httpx.Client(transport=downstream.httpx_transport(), base_url="https://orders.example")
+    try:
+        return _httpx_policy(httpx.HTTPError)(lambda: client.get("/orders/42").raise_for_status().json())
+    except httpx.HTTPError:
+        return None
+    finally:
+        client.close()
+
+
+def direct_client(downstream: Any) -> Any:
+    try:
+        return _httpx_policy(ConnectionError)(downstream)
+    except ConnectionError:
+        return None
+
+
+def plain_httpx(clients: int) -> None:
+    import httpx
+
+    def client_once() -> Any:
+        calls = [0]
+
+        def handler(request: Any) -> Any:
+            calls[0] += 1
+            if calls[0] <= 6:
+                return httpx.Response(503, json={"error": "unavailable", "call": calls[0]})
+            return httpx.Response(200, json={"ok": True, "call": calls[0]})
+
+        client = httpx.Client(transport=httpx.MockTransport(handler), base_url="https://orders.example")
+        try:
+            return _httpx_policy(httpx.HTTPError)(lambda: client.get("/orders/42").raise_for_status().json())
+        except httpx.HTTPError:
+            return None
+        finally:
+            client.close()
+
+    with mock.patch("time.sleep", lambda seconds: None):
+        for _ in range(clients):
+            client_once()
+
+
+def measure_httpx(results: Dict[str, Dict[str, Any]], repeat: int) -> None:
+    measure_dispersion(httpx_client, clients=20)  # warm up
+    reports: List[Any] = []
+    runs = timed(lambda: reports.append(measure_dispersion(httpx_client, clients=HTTPX_CLIENTS)), repeat)
+    calls = sum(len(s) for s in reports[-1].schedules)
+    direct = timed(lambda: measure_dispersion(direct_client, clients=HTTPX_CLIENTS), repeat)
+    plain = timed(lambda: plain_httpx(HTTPX_CLIENTS), repeat)
+    note = f"{calls:,} calls; httpx alone (MockTransport, no-op sleep): {statistics.median(plain):.2f} s"
+    results[f"herd check, {HTTPX_CLIENTS:,} sync httpx clients (httpx_transport)"] = dict(
+        median=statistics.median(runs), baseline=statistics.median(direct), baseline_name="same, calling the fake directly", target=3.0, note=note
+    )
+
+
 class _StepClock:
     """A stand-in clock for the no-op baselines: the downstream sees time move by a fixed step per
     call, so the outage ends and clients stop as they would (no freezegun, no patching)."""
@@ -146,9 +223,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--only", choices=["httpx"], default=None)
     args = parser.parse_args()
     repeat = args.repeat
     results: Dict[str, Dict[str, Any]] = {}
+    if args.only == "httpx":
+        measure_httpx(results, repeat)
+        return report(results, repeat, args.json)
 
     policy = Backoff("full", max_attempts=10)
     simulate(policy, clients=1000, seed=0)  # warm up imports
@@ -185,6 +266,11 @@ def main() -> int:
         median=statistics.median(async_runs), baseline=statistics.median(async_base), baseline_name="no-op asyncio.sleep", target=5.0, note=f"{virtual:,.0f} s virtual"
     )
 
+    measure_httpx(results, repeat)
+    return report(results, repeat, args.json)
+
+
+def report(results: Dict[str, Dict[str, Any]], repeat: int, json_path: Any) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f}; medians of {repeat} runs\n")
     width = max(len(name) for name in results)
@@ -197,8 +283,8 @@ def main() -> int:
         failed |= not ok
         baseline = f"{r['baseline_name']} {r['baseline']:.2f} s"
         print(f"{name:<{width}}  {r['median']:>6.2f} s  {baseline:>34}  {ratio:>5.2f}x  {target:>7}  {r['note']}{'' if ok else '  MISSED'}")
-    if args.json:
-        args.json.write_text(json.dumps({"load_average": load, "repeat": repeat, "results": results}, indent=2))
+    if json_path:
+        json_path.write_text(json.dumps({"load_average": load, "repeat": repeat, "results": results}, indent=2))
     return 1 if failed else 0
 
 

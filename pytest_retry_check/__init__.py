@@ -17,6 +17,9 @@ _EXPORTS = {
     "SleepRecord": "timeline",
     "RetryGuardTripped": "timeline",
     "RealSleepDetected": "timeline",
+    "RealClockCaptured": "timeline",
+    "RealTimeWarning": "realtime",
+    "CapturedClockWarning": "realtime",
     "FakeDownstream": "downstream",
     "Scenario": "downstream",
     "Outcome": "downstream",
@@ -118,5 +121,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
         transient,
     )
     from .simulation import CapacityModel, ConflictModel, Network, SimulationResult, simulate  # noqa: F401
-    from .timeline import RealSleepDetected, RetryGuardTripped, SleepRecord, Timeline  # noqa: F401
+    from .realtime import CapturedClockWarning, RealTimeWarning  # noqa: F401
+    from .timeline import RealClockCaptured, RealSleepDetected, RetryGuardTripped, SleepRecord, Timeline  # noqa: F401
     from .trace import Attempt, Trace, capture_trace  # noqa: F401

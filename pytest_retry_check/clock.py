@@ -264,6 +264,10 @@ class FakeClock(Timeline):
         self._factory: Any = None
         self._random_state: Any = None
         self._busy_probes: List[Callable[[], bool]] = []
+        #: Where captured real clock/sleep functions were already reported (the fixture shares
+        #: one set per session); code objects whose frames were already looked at.
+        self.captured_reported: set = set()
+        self._scanned_code: set = set()
 
     # -- activation -------------------------------------------------------------------------
     @property
@@ -296,7 +300,49 @@ class FakeClock(Timeline):
                 self._random_state = random.getstate()
                 random.seed(self.seed)
             _active.append(self)
+        try:
+            self._scan_direct_caller()
+        except BaseException:  # CapturedClockWarning turned into an error: do not stay active
+            self.stop()
+            raise
         return self
+
+    # -- real clock functions captured before the clock started ------------------------------
+    def scan_captured(self, modules: Any = (), frame: Any = None) -> List[Tuple[str, str]]:
+        """(place, description) pairs: where real clock/sleep functions captured before this clock started are held: in the
+        globals of ``modules`` (and the project modules and objects they name, one level deep)
+        and in the locals of ``frame`` and its callers up to the test runner."""
+        from .realtime import CapturedScan
+
+        scan = CapturedScan()
+        for module in modules:
+            scan.namespace(module)
+        if frame is not None:
+            scan.frames(frame, self._scanned_code)
+        return list(zip(scan.keys, scan.found))
+
+    def warn_captured(self, found: List[Tuple[str, str]], stacklevel: int = 3) -> None:
+        """Warn (``CapturedClockWarning``) about the places in ``found`` not reported yet."""
+        new = [text for place, text in found if place not in self.captured_reported]
+        if not new:
+            return
+        self.captured_reported.update(place for place, _ in found)
+        import warnings
+
+        from .realtime import CapturedClockWarning, captured_message
+
+        warnings.warn(CapturedClockWarning(captured_message(new)), stacklevel=stacklevel)
+
+    def _scan_direct_caller(self) -> None:
+        # ``with FakeClock():`` in a test: look at that function's module and locals. The
+        # fixture (called by pytest) scans the test's module itself.
+        frame = sys._getframe(2)
+        while frame is not None and (frame.f_globals.get("__name__") or "").startswith(("pytest_retry_check", "contextlib", "functools")):
+            frame = frame.f_back
+        if frame is None or (frame.f_globals.get("__name__") or "").startswith(IGNORED_MODULES):
+            return
+        module = sys.modules.get(frame.f_globals.get("__name__") or "")
+        self.warn_captured(self.scan_captured(modules=[module] if module is not None else [], frame=frame), stacklevel=4)
 
     def stop(self) -> None:
         with _state_lock:

@@ -7,6 +7,7 @@ Call it directly (``downstream()``, ``await downstream.acall()``) or over HTTP
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -14,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from .clock import FakeClock, current_clock
 from .routes import match_route
 from .slow_answers import await_answer, wait_for_answer
-from .timeline import CALL_GUARD_HINT, RealSleepDetected, RetryGuardTripped, Timeline, format_seconds, raised
+from .timeline import CALL_GUARD_HINT, RealClockCaptured, RealSleepDetected, RetryGuardTripped, Timeline, format_seconds, raised
 
 __all__ = [
     "CallRecord",
@@ -416,6 +417,8 @@ class FakeDownstream:
         """Decide and record the outcome of one call (used by every transport)."""
         __tracebackhide__ = True
         clock = self.clock
+        if not self.calls and getattr(clock, "active", False):
+            self._scan_callers(clock)
         with self._lock:
             number = len(self.calls) + 1
             at = clock.now()
@@ -441,6 +444,22 @@ class FakeDownstream:
             record = CallRecord(number, at, outcome, transport, until, method, path, tuple(args), dict(kwargs or {}), key)
             self.calls.append(record)
             return record
+
+    def _scan_callers(self, clock: Any) -> None:
+        """At the first call: real clock/sleep functions captured before the clock started and
+        held by the objects under test (the callers' locals: ``self``, a client built by a
+        fixture, a dataclass instance) are reported as a ``CapturedClockWarning``."""
+        __tracebackhide__ = True
+        found = clock.scan_captured(frame=sys._getframe(2))
+        if not found:
+            return
+        from .realtime import CapturedClockWarning
+
+        try:
+            clock.warn_captured(found, stacklevel=4)
+        except CapturedClockWarning as exc:  # -W error::...: fail where the retry loop cannot swallow it
+            clock.tripped = raised(RealClockCaptured, str(exc))
+            raise clock.tripped from None
 
     def _check_real_time(self, clock: Timeline, number: int, at: float) -> None:
         """Fail when real time passed since the previous call while virtual time did not."""

@@ -30,7 +30,12 @@ def answer(downstream: "FakeDownstream", method: str, url: str, timeout: Any, ti
     hanging answer does not come within ``timeout``."""
     __tracebackhide__ = True
     parts = urlsplit(url)
-    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    return answer_path(downstream, method, parts.path + (f"?{parts.query}" if parts.query else ""), timeout, timeout_error)
+
+
+def answer_path(downstream: "FakeDownstream", method: str, path: str, timeout: Any, timeout_error: Any) -> Tuple["CallRecord", int, Dict[str, str], bytes]:
+    """:func:`answer` for a request whose path (with its query) is known."""
+    __tracebackhide__ = True
     record = downstream.record("in-process", method=method.upper(), path=path or "/")
     wait_for_answer(downstream, record, timeout, timeout_error=timeout_error)
     outcome = record.outcome
@@ -56,7 +61,9 @@ def httpx_handler(downstream: "FakeDownstream", request: Any) -> Any:
     def timed_out(message: str) -> BaseException:
         return httpx.ReadTimeout(message, request=request)
 
-    record, status, headers, data = answer(downstream, request.method, str(request.url), timeout, timed_out)
+    # The raw path (with its query) as sent: no re-serialising and re-parsing of the URL.
+    path = request.url.raw_path.decode("ascii", "replace")
+    record, status, headers, data = answer_path(downstream, request.method, path, timeout, timed_out)
     if record.outcome.kind == "drop":
         raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
     return httpx.Response(status, headers=headers, content=data, request=request)

@@ -136,6 +136,9 @@ GIVEN_HINT = (
 )
 
 
+_CAPTURED_REPORTED = pytest.StashKey[set]()
+
+
 @pytest.fixture
 def fake_clock(request: pytest.FixtureRequest) -> Generator["FakeClock", None, None]:
     """Virtual time for this test: sleeps return at once and are recorded; a forever-retry
@@ -154,6 +157,12 @@ def fake_clock(request: pytest.FixtureRequest) -> Generator["FakeClock", None, N
     idle_at_start = realtime.idle_seconds()
     clock.start()
     try:
+        # Real clock/sleep functions captured before the clock started, reachable from the
+        # test's module: reported once per session (CapturedClockWarning).
+        clock.captured_reported = request.config.stash.setdefault(_CAPTURED_REPORTED, set())
+        module = getattr(request.node, "module", None)
+        if module is not None:
+            clock.warn_captured(clock.scan_captured(modules=[module]))
         yield clock
     finally:
         clock.stop()
@@ -164,8 +173,7 @@ def fake_clock(request: pytest.FixtureRequest) -> Generator["FakeClock", None, N
         pytest.fail(f"the retry guard tripped but the code under test swallowed it:\n{clock.tripped}", pytrace=False)
 
 
-class RealTimeWarning(UserWarning):
-    """The test waited for real while its fake clock stood still."""
+from .realtime import CapturedClockWarning, RealTimeWarning  # noqa: E402,F401  (public: pytest_retry_check.RealTimeWarning)
 
 
 def _warn_if_waited_for_real(clock: "FakeClock", idle: float) -> None:

@@ -10,10 +10,14 @@ for sleeping.
 
 from __future__ import annotations
 
+import datetime as _datetime
+import functools
 import gc
+import os
+import sys
 import time
 import types
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # Bound at import, before any fake clock: freezegun skips this package's modules.
 _wall = time.perf_counter
@@ -108,5 +112,245 @@ def real_sleep_message(downstream: str, before: int, after: int, real: float, vi
     lines.append(
         "fix: look the sleep up when it is called (time.sleep inside a function, or the library's default), or build "
         "the object inside the test; if the wait is meant to be real, @pytest.mark.fake_clock(max_real_wait=None)."
+    )
+    return "\n".join(lines)
+
+
+# -- real clock and sleep functions captured before the clock started -------------------------
+class RealTimeWarning(UserWarning):
+    """The test waited for real, or holds a real clock function, while its fake clock ran."""
+
+
+class CapturedClockWarning(RealTimeWarning):
+    """A real clock or sleep function was captured before the fake clock started (a dataclass
+    ``default_factory``, a default argument, a class attribute, an object's attribute): it reads
+    (or sleeps on) real time while the test runs on virtual time. Turn it into an error with
+    ``-W error::pytest_retry_check.CapturedClockWarning`` (or ``filterwarnings``)."""
+
+
+_DATETIME_CLASSES = (_datetime.datetime, _datetime.date)
+_DATETIME_READERS = frozenset({"now", "utcnow", "today"})
+_LIBRARY_PREFIXES = ("pytest_retry_check", "_pytest", "pytest", "pluggy", "freezegun", "hypothesis", "_hypothesis", "xdist", "execnet")
+
+
+_reals_cache: List[Any] = [None, None]
+
+
+def _real_functions() -> Dict[int, Tuple[Any, str]]:
+    # Keyed on the two tuples, so a test can add a stand-in to REAL_WAITERS / REAL_CLOCKS.
+    key = (REAL_WAITERS, REAL_CLOCKS)
+    if _reals_cache[0] is not None and _reals_cache[0][0] is key[0] and _reals_cache[0][1] is key[1]:
+        return _reals_cache[1]
+    from .clock import _real_asyncio_sleep  # captured there at import, before any clock
+
+    found: Dict[int, Tuple[Any, str]] = {id(_real_asyncio_sleep): (_real_asyncio_sleep, "asyncio.sleep")}
+    for function in (*REAL_WAITERS, *REAL_CLOCKS):
+        module = getattr(function, "__module__", None) or "time"
+        found[id(function)] = (function, f"{module}.{getattr(function, '__name__', '?')}")
+    _reals_cache[:] = [key, found]
+    return found
+
+
+def real_function_name(value: Any, reals: Optional[Dict[int, Tuple[Any, str]]] = None) -> Optional[str]:
+    """``"time.monotonic"`` when ``value`` is the real (unpatched) clock or sleep function
+    (``time.time/monotonic/perf_counter/sleep`` and ``_ns``, ``asyncio.sleep``, ``datetime.now``
+    of the real class), else None."""
+    entry = (reals if reals is not None else _real_functions()).get(id(value))
+    if entry is not None and entry[0] is value:
+        return entry[1]
+    if isinstance(value, types.BuiltinMethodType) and getattr(value, "__name__", "") in _DATETIME_READERS:
+        owner = getattr(value, "__self__", None)
+        if any(owner is cls for cls in _DATETIME_CLASSES):
+            return f"{owner.__module__}.{owner.__name__}.{value.__name__}"
+    return None
+
+
+_library_dirs: Optional[Tuple[str, ...]] = None
+_project_modules: Dict[str, bool] = {}
+
+
+def _is_project_module(name: Optional[str]) -> bool:
+    """True for the user's own code: not the standard library, not an installed package, not us."""
+    global _library_dirs
+    if not name:
+        return False
+    known = _project_modules.get(name)
+    if known is not None:
+        return known
+    result = False
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if path and not name.startswith(_LIBRARY_PREFIXES):
+        if _library_dirs is None:
+            import sysconfig
+
+            paths = sysconfig.get_paths()
+            dirs = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+            dirs.update(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p)
+            _library_dirs = tuple(d.rstrip(os.sep) + os.sep for d in dirs)
+        real = os.path.realpath(path)
+        result = not real.startswith(_library_dirs) and "site-packages" not in real and "dist-packages" not in real
+    _project_modules[name] = result
+    return result
+
+
+class CapturedScan:
+    """Looks one level into objects for real clock/sleep functions and says where each is held."""
+
+    def __init__(self) -> None:
+        self.reals = _real_functions()
+        #: What to show, and the place each names (what is reported once).
+        self.found: List[str] = []
+        self.keys: List[str] = []
+        self._seen: set = set()
+
+    def _hit(self, value: Any, where: str, held: str = "") -> bool:
+        """``held``: how it was reached (shown, but not part of the place: the same attribute
+        reached from two frames is one finding)."""
+        name = real_function_name(value, self.reals)
+        if name is None:
+            return False
+        key = f"{where} is the real {name}"
+        if key not in self.keys:
+            self.keys.append(key)
+            self.found.append(f"{where}{held} is the real {name}")
+        return True
+
+    def _once(self, value: Any) -> bool:
+        key = id(value)
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+    def function(self, func: Any, label: str) -> None:
+        """Default arguments and closed-over variables of a function of the project."""
+        func = getattr(func, "__func__", func)  # staticmethod / classmethod / bound method
+        if not isinstance(func, types.FunctionType) or not self._once(func):
+            return
+        code = func.__code__
+        if func.__defaults__:
+            names = code.co_varnames[: code.co_argcount][-len(func.__defaults__):]
+            for name, value in zip(names, func.__defaults__):
+                self._hit(value, f"the default of argument {name!r} of {label}()")
+        for name, value in (func.__kwdefaults__ or {}).items():
+            self._hit(value, f"the default of argument {name!r} of {label}()")
+        for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            self._hit(value, f"the variable {name!r} closed over by {label}()")
+
+    def cls(self, klass: type) -> None:
+        """Class attributes, dataclass ``default_factory`` values and method defaults of a project class."""
+        if not _is_project_module(getattr(klass, "__module__", None)) or not self._once(klass):
+            return
+        label = f"{klass.__module__}.{klass.__qualname__}"
+        fields = getattr(klass, "__dataclass_fields__", None)
+        if isinstance(fields, dict):
+            for name, field in fields.items():
+                factory = getattr(field, "default_factory", None)
+                self._hit(factory, f"the default_factory of dataclass field {label}.{name}")
+                self._hit(getattr(field, "default", None), f"the default of dataclass field {label}.{name}")
+        for name, value in list(vars(klass).items()):
+            if not self._hit(value, f"the class attribute {label}.{name}"):
+                self.function(value, f"{label}.{name}")
+
+    def value(self, value: Any, where: str) -> None:
+        """``value`` held at ``where`` (a global, a local): itself, or one level inside it."""
+        try:
+            self._value(value, where)
+        except Exception:  # a proxy whose __dict__ or attributes raise: not ours to judge
+            pass
+
+    def _value(self, value: Any, where: str) -> None:
+        if self._hit(value, where):
+            return
+        if isinstance(value, type):
+            self.cls(value)
+        elif isinstance(value, types.FunctionType):
+            if _is_project_module(value.__module__):
+                self.function(value, f"{value.__module__}.{value.__qualname__}")
+        elif isinstance(value, functools.partial):
+            self._hit(value.func, f"functools.partial held at {where}")
+            for item in (*value.args, *value.keywords.values()):
+                self._hit(item, f"an argument of functools.partial held at {where}")
+        elif isinstance(value, (list, tuple, set, frozenset)) and len(value) <= 100:
+            for item in value:
+                self._hit(item, f"an item of {where}")
+        elif isinstance(value, dict) and len(value) <= 100:
+            for key, item in list(value.items()):
+                self._hit(item, f"{where}[{key!r}]")
+        elif not isinstance(value, (types.ModuleType, types.BuiltinFunctionType, types.MethodType, str, bytes, int, float)):
+            self.instance(value, where)
+
+    def instance(self, obj: Any, where: str) -> None:
+        if not self._once(obj):
+            return
+        cls = type(obj)
+        try:
+            attrs = vars(obj)
+        except TypeError:
+            attrs = None
+        if isinstance(attrs, dict):
+            owner = f"{cls.__module__}.{cls.__qualname__}"
+            for name, value in list(attrs.items()):
+                if name == "__wrapped__":
+                    continue
+                if not self._hit(value, f"the attribute .{name} of a {owner} object", f" ({where})") and isinstance(value, functools.partial):
+                    self._hit(value.func, f"functools.partial in the attribute .{name} of a {owner} object", f" ({where})")
+        self.cls(cls)
+
+    def namespace(self, module: types.ModuleType) -> None:
+        """A module's globals, and one hop into the project modules and objects they name."""
+        if not self._once(module):
+            return
+        hops: List[types.ModuleType] = []
+        for name, value in list(vars(module).items()):
+            if name.startswith("__"):
+                continue
+            if isinstance(value, types.ModuleType):
+                if _is_project_module(value.__name__):
+                    hops.append(value)
+                continue
+            self.value(value, f"{module.__name__}.{name}")
+            home = sys.modules.get(getattr(value, "__module__", None) or "") if isinstance(value, (type, types.FunctionType)) else None
+            if home is not None and home is not module and _is_project_module(home.__name__):
+                hops.append(home)
+        for other in hops:
+            if self._once(other):
+                for name, value in list(vars(other).items()):
+                    if not name.startswith("__") and not isinstance(value, types.ModuleType):
+                        self.value(value, f"{other.__name__}.{name}")
+
+    def frames(self, frame: Optional[types.FrameType], seen_code: set, limit: int = 40) -> None:
+        """The locals of the callers, up to the test runner: the objects under test."""
+        while frame is not None and limit > 0:
+            limit -= 1
+            name = frame.f_globals.get("__name__") or ""
+            if name.startswith(("_pytest", "pluggy")):
+                return
+            code = frame.f_code
+            if not name.startswith(_LIBRARY_PREFIXES) and code not in seen_code:
+                seen_code.add(code)
+                label = f"{name}.{code.co_name}()"
+                for local, value in list(frame.f_locals.items()):
+                    self.value(value, f"the local {local!r} of {label}")
+            frame = frame.f_back
+
+
+def captured_message(found: Sequence[str]) -> str:
+    lines = [
+        "real clock or sleep functions were captured before the fake clock started; they read real time (or block "
+        "for real) while the test runs on virtual time, so a deadline computed from them never expires and a delay "
+        "slept with them looks like 0 s:"
+    ]
+    lines.extend(f"  - {where}" for where in found)
+    lines.append(
+        "fix: look the function up when it is called (default_factory=lambda: time.time(), def f(now=None): "
+        "now = now or time.monotonic, sleep=lambda s: time.sleep(s)), or build the object inside the test. "
+        "Harmless here? filterwarnings ignore::pytest_retry_check.CapturedClockWarning; to fail instead: "
+        "-W error::pytest_retry_check.CapturedClockWarning."
     )
     return "\n".join(lines)

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_VIRTUAL_TIME",
     "DEFAULT_START",
     "RealSleepDetected",
+    "RealClockCaptured",
     "RetryGuardTripped",
     "SleepRecord",
     "Timeline",
@@ -102,6 +103,13 @@ def raised(cls: type, message: str) -> RetryGuardTripped:
 class RealSleepDetected(RetryGuardTripped):
     """The code under test waited for real while the fake clock ran (a sleep function captured
     before the clock started). A ``BaseException`` like the guard, for the same reason."""
+
+
+class RealClockCaptured(RetryGuardTripped):
+    """A real clock or sleep function captured before the fake clock started was found by a
+    fake downstream while ``CapturedClockWarning`` is turned into an error
+    (``-W error::pytest_retry_check.CapturedClockWarning``). A ``BaseException`` so that the
+    retry loop under test cannot swallow it."""
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,7 @@ def test_guard_is_not_swallowed_by_except_exception():
                     pass
 
 
+@pytest.mark.filterwarnings("ignore::pytest_retry_check.CapturedClockWarning")  # holds the originals on purpose
 def test_everything_is_restored_after_an_exception():
     patched_before = (time.sleep, time.time, time.monotonic, datetime.datetime, asyncio.sleep, threading.Event.wait)
     with pytest.raises(ZeroDivisionError):

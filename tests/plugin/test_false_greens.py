@@ -182,11 +182,12 @@ def test_a_sleep_captured_before_the_clock_is_detected_and_named(stand_in_real_s
     policy = tenacity.Retrying(  # built "at import", with the real sleep bound
         sleep=stand_in_real_sleep, stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_exponential(multiplier=2, max=20), reraise=True
     )
-    with FakeClock() as clock:
-        ds = FakeDownstream(then=503)
-        with pytest.raises(BaseException) as caught:
-            with capture_trace(ds):
-                policy(ds)
+    with pytest.warns(realtime.CapturedClockWarning, match=r"the attribute \.sleep of a tenacity\.Retrying object"):
+        with FakeClock() as clock:  # named when the clock starts, before it sleeps
+            ds = FakeDownstream(then=503)
+            with pytest.raises(BaseException) as caught:
+                with capture_trace(ds):
+                    policy(ds)
     message = str(caught.value)
     assert "slept for real" in message
     assert "Retrying" in message and ".sleep" in message  # where the captured function lives
