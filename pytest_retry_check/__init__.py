@@ -18,8 +18,8 @@ _EXPORTS = {
     "RetryGuardTripped": "timeline",
     "RealSleepDetected": "timeline",
     "RealClockCaptured": "timeline",
-    "RealTimeWarning": "realtime",
-    "CapturedClockWarning": "realtime",
+    "RealTimeWarning": "_warnings",
+    "CapturedClockWarning": "_warnings",
     "FakeDownstream": "downstream",
     "Scenario": "downstream",
     "Outcome": "downstream",
@@ -121,6 +121,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
         transient,
     )
     from .simulation import CapacityModel, ConflictModel, Network, SimulationResult, simulate  # noqa: F401
-    from .realtime import CapturedClockWarning, RealTimeWarning  # noqa: F401
+    from ._warnings import CapturedClockWarning, RealTimeWarning  # noqa: F401
     from .timeline import RealClockCaptured, RealSleepDetected, RetryGuardTripped, SleepRecord, Timeline  # noqa: F401
     from .trace import Attempt, Trace, capture_trace  # noqa: F401

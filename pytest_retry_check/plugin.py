@@ -173,7 +173,7 @@ def fake_clock(request: pytest.FixtureRequest) -> Generator["FakeClock", None, N
         pytest.fail(f"the retry guard tripped but the code under test swallowed it:\n{clock.tripped}", pytrace=False)
 
 
-from .realtime import CapturedClockWarning, RealTimeWarning  # noqa: E402,F401  (public: pytest_retry_check.RealTimeWarning)
+from ._warnings import CapturedClockWarning, RealTimeWarning  # noqa: E402,F401  (public: pytest_retry_check.RealTimeWarning)
 
 
 def _warn_if_waited_for_real(clock: "FakeClock", idle: float) -> None:

@@ -117,16 +117,7 @@ def real_sleep_message(downstream: str, before: int, after: int, real: float, vi
 
 
 # -- real clock and sleep functions captured before the clock started -------------------------
-class RealTimeWarning(UserWarning):
-    """The test waited for real, or holds a real clock function, while its fake clock ran."""
-
-
-class CapturedClockWarning(RealTimeWarning):
-    """A real clock or sleep function was captured before the fake clock started (a dataclass
-    ``default_factory``, a default argument, a class attribute, an object's attribute): it reads
-    (or sleeps on) real time while the test runs on virtual time. Turn it into an error with
-    ``-W error::pytest_retry_check.CapturedClockWarning`` (or ``filterwarnings``)."""
-
+from ._warnings import CapturedClockWarning, RealTimeWarning  # noqa: E402  (re-exported)
 
 _DATETIME_CLASSES = (_datetime.datetime, _datetime.date)
 _DATETIME_READERS = frozenset({"now", "utcnow", "today"})

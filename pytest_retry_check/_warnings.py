@@ -1,0 +1,15 @@
+"""The plugin's warning classes, in a module of their own: the plugin imports them at start-up,
+and the machinery that raises them loads only when a test uses it."""
+
+__all__ = ["CapturedClockWarning", "RealTimeWarning"]
+
+
+class RealTimeWarning(UserWarning):
+    """The test waited for real, or holds a real clock function, while its fake clock ran."""
+
+
+class CapturedClockWarning(RealTimeWarning):
+    """A real clock or sleep function was captured before the fake clock started (a dataclass
+    ``default_factory``, a default argument, a class attribute, an object's attribute): it reads
+    (or sleeps on) real time while the test runs on virtual time. Turn it into an error with
+    ``-W error::pytest_retry_check.CapturedClockWarning`` (or ``filterwarnings``)."""
