@@ -270,3 +270,13 @@ def names_in(node: cst.CSTNode) -> List[str]:
             if name is not None:
                 out.append(name)
     return out
+
+
+def statement_calls(region: cst.CSTNode) -> Iterator[cst.Call]:
+    """Calls that are a step of ``region`` (``f(x)``, ``y = f(x)``, ``await f(x)``), not ones
+    nested in a ``raise``, a test or an argument; nested definitions are skipped."""
+    for node in walk(region, skip=DEFERRED):
+        if isinstance(node, (cst.Expr, cst.Assign)):
+            value = unwrap_await(node.value)
+            if isinstance(value, cst.Call):
+                yield value

@@ -59,6 +59,16 @@ def rest_after(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext) -> List
     return out
 
 
+def in_handler(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """Is ``node`` inside an ``except`` handler of ``loop``'s own body?"""
+    for ancestor in ctx.ancestors(node):
+        if ancestor is loop:
+            return False
+        if isinstance(ancestor, cst.ExceptHandler):
+            return True
+    return False
+
+
 def walk_success(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Walk a success path: no nested defs or loops, no except handlers of nested trys."""
     return walk(root, skip=DEFERRED + LOOPS + (cst.ExceptHandler,))

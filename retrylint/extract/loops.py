@@ -51,6 +51,7 @@ from ..syntax import (
     if_branches,
     last_name,
     outcomes,
+    statement_calls,
     statements,
     unwrap_await,
     walk,
@@ -60,7 +61,7 @@ from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
-from .flow import exits_in, guard_exits, rest_after, status_outcomes
+from .flow import exits_in, guard_exits, in_handler, rest_after, status_outcomes
 from .status import ALL_STATUSES, mentions_status, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
@@ -287,7 +288,7 @@ def _stream_read_lines(loop: cst.CSTNode, ctx: ModuleContext) -> List[int]:
     that is about this item, and going round again takes another."""
     lines = []
     for node in walk_local(loop.body):
-        if isinstance(node, cst.Call) and _is_stream_read(node) and not _in_handler(node, loop, ctx):
+        if isinstance(node, cst.Call) and _is_stream_read(node) and not in_handler(node, loop, ctx):
             lines.append(ctx.location(node).line)
     return lines
 
@@ -480,7 +481,7 @@ def _analyse_try(
     for handler in handlers:
         result = _handler_outcomes(handler, ctx)
         if handler.polling or (timeout_only(handler) and attempt_waits_with_timeout(node, ctx)) or (
-            _rounds_only_when_pending(statements(handler.node.body), ctx)
+            _rounds_only_when_pending(statements(handler.node.body))
         ):
             # ``future.result(0.1)`` then ``except TimeoutError: continue``: waiting, not retrying.
             continue
@@ -565,35 +566,32 @@ _TIMEOUT_KEYWORDS = frozenset({"timeout", "timeout_ms", "timeout_s", "wait", "bl
 _WAIT_METHODS = frozenset({"result", "get", "wait", "join", "acquire", "recv", "read", "poll"})
 
 
-def attempt_waits_with_timeout(node: cst.Try, ctx: ModuleContext) -> bool:
-    """The attempt itself waits for a bounded time (``future.result(0.1)``, ``wait_for(x, timeout=5)``)."""
+def attempt_waits_with_timeout(node: cst.Try, ctx: ModuleContext, blocking_only: bool = False) -> bool:
+    """The attempt itself waits for a bounded time (``future.result(0.1)``, ``wait_for(x, timeout=5)``).
+
+    ``blocking_only``: only a wait that takes its time before it can fail (``asyncio.wait_for(op(),
+    timeout=10)``, ``future.result(timeout=5)``, ``done.wait(2)``), so that going round after it
+    is not immediate; a plain ``requests.get(url, timeout=5)`` can fail at once.
+    """
     for call in walk(node.body, skip=DEFERRED):
         if not isinstance(call, cst.Call):
             continue
         positional, keywords = call_args(call)
-        if set(keywords) & _TIMEOUT_KEYWORDS or ctx.call_name(call) & {"asyncio.wait_for"}:
-            return True
-        if last_name(call.func) in _WAIT_METHODS and len(positional) == 1 and len(call.args) == 1:
-            return True
-    return False
-
-
-def _attempt_blocks(node: cst.Try, ctx: ModuleContext) -> bool:
-    """The attempt waits on something for a bounded time before it can fail: ``asyncio.wait_for(op(),
-    timeout=10)``, ``future.result(timeout=5)``, ``done.wait(2)``. Going round after it is not
-    immediate (a plain ``requests.get(url, timeout=5)`` can fail at once, so it does not count)."""
-    for call in walk(node.body, skip=DEFERRED):
-        if not isinstance(call, cst.Call):
-            continue
-        positional, keywords = call_args(call)
-        if ctx.call_name(call) & {"asyncio.wait_for"} and (len(positional) > 1 or "timeout" in keywords):
-            return True
-        if last_name(call.func) in _WAIT_METHODS and isinstance(call.func, cst.Attribute):
-            timeout_only = (len(positional) == 1 and not keywords and _is_timeout_value(positional[0])) or (
-                not positional and set(keywords) and set(keywords) <= _TIMEOUT_KEYWORDS | {"block"}
-            )
-            if timeout_only:
+        waits_for = bool(ctx.call_name(call) & {"asyncio.wait_for"})
+        wait_method = last_name(call.func) in _WAIT_METHODS
+        if not blocking_only:
+            if set(keywords) & _TIMEOUT_KEYWORDS or waits_for:
                 return True
+            if wait_method and len(positional) == 1 and len(call.args) == 1:
+                return True
+            continue
+        if waits_for and (len(positional) > 1 or "timeout" in keywords):
+            return True
+        if wait_method and isinstance(call.func, cst.Attribute) and (
+            (len(positional) == 1 and not keywords and _is_timeout_value(positional[0]))
+            or (not positional and keywords and set(keywords) <= _TIMEOUT_KEYWORDS | {"block"})
+        ):
+            return True
     return False
 
 
@@ -737,7 +735,7 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
     tail = body[start:]
     retried: Set[int] = set()
     exits_on_success = False
-    if _rounds_only_when_pending(tail, ctx):
+    if _rounds_only_when_pending(tail):
         return None  # ``if data["error"] == "authorization_pending": continue``: a poll
     for status in sorted(ALL_STATUSES):
         result = status_outcomes(tail, status, ctx)
@@ -755,7 +753,7 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         # the loop waits for something to exist or be allowed, as readiness checks do.
         return None
     region = [n for s in tail for n in walk_local(s)]
-    status_ifs = [n for n in region if isinstance(n, cst.If) and not _in_handler(n, loop, ctx)]
+    status_ifs = [n for n in region if isinstance(n, cst.If) and not in_handler(n, loop, ctx)]
     readable = [n for n in status_ifs if status_set(n.test, ctx) is not None]
     unreadable = [
         n for n in status_ifs if status_set(n.test, ctx) is None and (mentions_status(n.test, ctx) or _delegates(n.test, writes))
@@ -773,7 +771,7 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
     return StatusSite(first, _response_call(first, writes), final, success)
 
 
-def _rounds_only_when_pending(stmts: Sequence[cst.CSTNode], ctx: ModuleContext) -> bool:
+def _rounds_only_when_pending(stmts: Sequence[cst.CSTNode]) -> bool:
     """An ``if`` on a protocol's "not yet" answer goes round, and what follows it leaves."""
     for index, statement in enumerate(stmts):
         if not isinstance(statement, cst.If) or not _tests_pending(statement.test):
@@ -837,10 +835,6 @@ def _delegates(test: cst.BaseExpression, writes: Dict[str, List[Binding]]) -> bo
         ):
             return True
     return False
-
-
-def _in_handler(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
-    return any(isinstance(a, cst.ExceptHandler) for a in _ancestors_until(node, loop, ctx))
 
 
 def _ancestors_until(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext):
@@ -1027,11 +1021,8 @@ _LIMIT_WORDS = re.compile(r"(deadline|attempts?|retries|retry|tries|max_?time|bu
 def _hands_over_the_limit(handler: Handler, ctx: ModuleContext) -> bool:
     """``_delay_until_retry(exc, deadline, attempts)``: a helper handed the deadline or the count
     may well raise when it is spent (a bound we cannot read)."""
-    for statement in walk(handler.node.body, skip=DEFERRED):
-        if not isinstance(statement, (cst.Expr, cst.Assign)):
-            continue
-        node = unwrap_await(statement.value)
-        if isinstance(node, cst.Call) and not (ctx.call_name(node) & SLEEP_FUNCTIONS) and not _bookkeeping_call(node, ctx):
+    for node in statement_calls(handler.node.body):
+        if not (ctx.call_name(node) & SLEEP_FUNCTIONS) and not _bookkeeping_call(node, ctx):
             for arg in node.args:
                 if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) for n in _names(arg.value) if n):
                     return True
@@ -1152,7 +1143,7 @@ def _delay(
             own = [s for s in usable if ctx.is_inside(s.call, handler.node)]
             falls = FALL in outcomes(statements(handler.node.body))
             paths.append(top + before_operation + own + (rest_sleeps if falls else []))
-            hidden.append(_hidden_wait(analysis, handler, ctx) or _attempt_blocks(analysis.node, ctx) or waits_per_item)
+            hidden.append(_hidden_wait(analysis, handler, ctx) or attempt_waits_with_timeout(analysis.node, ctx, blocking_only=True) or waits_per_item)
             timeouts.append(bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names))
             owners.append(handler.names or ("everything",))
     if status is not None:

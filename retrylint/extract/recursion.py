@@ -135,11 +135,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     if roles is None:
         return None
     failure = _failure_context(call, func, ctx)
-    if isinstance(failure, cst.ExceptHandler) and (
-        creates_missing(failure.body, ctx.location(call).line, ctx)
-        or populates_missing(describe_handler(failure, ctx), [_before(failure, call, ctx)], ctx)
-        or _acts_on_failure(failure, call, ctx)
-    ):
+    if isinstance(failure, cst.ExceptHandler) and _repairs_before(failure, call, ctx):
         return None  # "not found: create it, then run again" repairs the cause; it does not retry
     counters = _counters(func, call, roles, ctx)
     for name in counters:
@@ -305,13 +301,24 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
     return Bound(attempts=UNKNOWN)
 
 
-def _acts_on_failure(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> bool:
+def _repairs_before(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> bool:
+    """Before calling itself again the handler repairs the cause: it creates what was missing
+    (``os.makedirs``), fills in a lookup that failed, or hands the failure to a repair."""
+    before = _before(handler, call, ctx)
+    return (
+        creates_missing(handler.body, ctx.location(call).line, ctx)
+        or populates_missing(describe_handler(handler, ctx), [before], ctx)
+        or _acts_on_failure(handler, before, ctx)
+    )
+
+
+def _acts_on_failure(handler: cst.ExceptHandler, before: cst.CSTNode, ctx: ModuleContext) -> bool:
     """``except SchemaNotReplicatedError as e: self._send_schema(e); return self.add(item)``: the
     failure is handed to something that repairs its cause before the call runs again."""
     if handler.name is None or not isinstance(handler.name.name, cst.Name):
         return False
     names = {handler.name.name.value}
-    for node in walk(_before(handler, call, ctx), skip=DEFERRED):
+    for node in walk(before, skip=DEFERRED):
         if isinstance(node, cst.Call) and sleep_of(node, ctx) is None and not isinstance(ctx.parent(node), (cst.Raise, cst.If)):
             # ``self._send_schema_and_retry_fn(e, …).result()`` counts as well as a plain statement.
             if delegates_failure(node, names, ctx, statement_only=False):

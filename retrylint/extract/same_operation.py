@@ -29,8 +29,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 import libcst as cst
 
-from ..syntax import DEFERRED, dotted_name, last_name, unwrap_await, walk
+from ..syntax import DEFERRED, dotted_name, last_name, statement_calls, unwrap_await, walk
 from .context import Binding, ModuleContext
+from .flow import in_handler
 
 #: Calls that create what was missing; after one, running again meets a different state.
 CREATES = re.compile(
@@ -188,23 +189,23 @@ def _changes_input(name: str, bindings: Sequence[Binding], reads: AttemptReads) 
 def _takes_alternative(value: cst.BaseExpression) -> bool:
     value = unwrap_await(value)
     for node in walk(value, skip=DEFERRED):
-        if isinstance(node, cst.Subscript):
+        if isinstance(node, cst.Subscript) or isinstance(node, cst.Call) and _calls_alternative(node):
             return True
-        if isinstance(node, cst.Call):
-            name = last_name(node.func) or ""
-            if _ALTERNATIVE_CALL.match(name) or name in ("pop", "popleft"):
-                return True
     return False
+
+
+def _calls_alternative(call: cst.Call) -> bool:
+    """``next(hosts)``, ``self._pick_server()``, ``candidates.pop()``: the next of several."""
+    name = last_name(call.func) or ""
+    return bool(_ALTERNATIVE_CALL.match(name)) or name in ("pop", "popleft")
 
 
 def creates_missing(region: cst.CSTNode, before_line: Optional[int], ctx: ModuleContext) -> bool:
     """The failure path calls ``create_table(...)``/``os.makedirs(...)`` (before ``before_line``)."""
-    for node in walk(region, skip=DEFERRED):
-        if isinstance(node, (cst.Expr, cst.Assign)):  # a step of the path, not ``raise make_error(e)``
-            call = unwrap_await(node.value)
-            if isinstance(call, cst.Call) and CREATES.match(last_name(call.func) or ""):
-                if before_line is None or ctx.location(call).line < before_line:
-                    return True
+    for call in statement_calls(region):  # a step of the path, not ``raise make_error(e)``
+        if CREATES.match(last_name(call.func) or ""):
+            if before_line is None or ctx.location(call).line < before_line:
+                return True
     return False
 
 
@@ -223,26 +224,13 @@ def populates_missing(handler, regions: Sequence[cst.CSTNode], ctx: ModuleContex
     """
     if not handler.names or not all(_LOOKUP.search(n) for n in handler.names):
         return False
-    for region in regions:
-        for node in walk(region, skip=DEFERRED):
-            if isinstance(node, (cst.Expr, cst.Assign)):
-                call = unwrap_await(node.value)
-                if isinstance(call, cst.Call) and not _PASSIVE.search(last_name(call.func) or ""):
-                    return True
-    return False
+    return any(
+        not _PASSIVE.search(last_name(call.func) or "") for region in regions for call in statement_calls(region)
+    )
 
 
 #: Calls whose value is new on every pass: the next host, a fresh random id or free port.
 _FRESH_MODULES = ("random.", "secrets.", "uuid.")
-
-
-def _in_handler_of(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
-    for ancestor in ctx.ancestors(node):
-        if ancestor is loop:
-            return False
-        if isinstance(ancestor, cst.ExceptHandler):
-            return True
-    return False
 
 
 def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
@@ -250,13 +238,13 @@ def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNod
     ``resource = self._next()``, ``host = random.choice(hosts)``, ``public_id = secrets.token_hex()``."""
     line = ctx.location(operation).line
     for node in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
-        if isinstance(node, cst.AugAssign) and ctx.location(node).line < line and not _in_handler_of(node, loop, ctx):
+        if isinstance(node, cst.AugAssign) and ctx.location(node).line < line and not in_handler(node, loop, ctx):
             target = dotted_name(node.target)
             if target and reads.reads(target) and not bookkeeping(target):
                 return True  # ``month += self.months`` before each attempt: the loop walks
         if not isinstance(node, (cst.Assign, cst.AnnAssign)) or node.value is None:
             continue
-        if ctx.location(node).line >= line or _in_handler_of(node, loop, ctx):
+        if ctx.location(node).line >= line or in_handler(node, loop, ctx):
             continue
         names = ctx.writes_in(node)
         if not any(reads.reads(n) and not bookkeeping(n) for n in names):
@@ -265,9 +253,6 @@ def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNod
             return True  # ``cursor = cursor.next_page``: each pass steps from the last
         for call in walk(node.value, skip=DEFERRED):
             if isinstance(call, cst.Call):
-                called = last_name(call.func) or ""
-                if _ALTERNATIVE_CALL.match(called) or called in ("pop", "popleft"):
-                    return True
-                if any(q.startswith(_FRESH_MODULES) for q in ctx.call_name(call)):
+                if _calls_alternative(call) or any(q.startswith(_FRESH_MODULES) for q in ctx.call_name(call)):
                     return True
     return False
