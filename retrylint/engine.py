@@ -10,7 +10,6 @@ import stat
 import symtable
 import tokenize
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Type
 
@@ -27,30 +26,13 @@ from .rules import RULES, SyntaxErrorRule
 from .rules.base import Rule
 from .settings import Settings
 from .summaries import Summaries, summarise
+from .records import Record, Report
 
 
-@dataclass(frozen=True)
-class Finding:
-    code: str
-    name: str
-    message: str
-    path: str
-    location: Location
-    url: str
-    fix: Optional[Fix] = None
-
-
-@dataclass
-class FileReport:
-    path: str
-    findings: List[Finding] = field(default_factory=list)
-    policies: List[RetryPolicy] = field(default_factory=list)
-    dead_letters: list = field(default_factory=list)
-    #: Set when the file could not be analysed although it is not the user's mistake
-    #: (libcst rejects valid Python, nesting too deep): reported, never a finding.
-    notice: Optional[str] = None
-    #: An internal error of retrylint itself.
-    error: Optional[str] = None
+# One definition of a finding and a file's report: the light ones in :mod:`retrylint.records`,
+# which runs that never need libcst read without importing the engine.
+Finding = Record
+FileReport = Report
 
 
 TRIGGERS = triggers()

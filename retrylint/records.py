@@ -1,6 +1,7 @@
-"""Light stand-ins for the engine's ``FileReport`` and ``Finding``, with the same fields: what a
-run reports for a file it did not need to analyse (a cached report, a file with no retry word
-that compiles). Using them keeps the engine, and libcst, unimported when no file needs them."""
+"""A finding and a file's report (the engine calls them ``Finding`` and ``FileReport``).
+
+They live here, away from the engine, so that a run that needs no analysis (a cached report, a
+file with no retry word that compiles) reports without importing the engine or libcst."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .model import Location
 
 @dataclass(frozen=True)
 class Record:
-    """A finding, as ``engine.Finding`` has it."""
+    """One finding (``engine.Finding``)."""
 
     code: str
     name: str
@@ -26,13 +27,17 @@ class Record:
 
 @dataclass
 class Report:
-    """A file's report, as ``engine.FileReport`` has it."""
+    """A file's report (``engine.FileReport``)."""
 
     path: str
     findings: List[Any] = field(default_factory=list)
+    #: The retry sites and dead-letter operations found (``want_policies``).
     policies: List[Any] = field(default_factory=list)
     dead_letters: List[Any] = field(default_factory=list)
+    #: Set when the file could not be analysed although it is not the user's mistake
+    #: (libcst rejects valid Python, nesting too deep): reported, never a finding.
     notice: Optional[str] = None
+    #: An internal error of retrylint itself.
     error: Optional[str] = None
 
 
