@@ -616,5 +616,20 @@ def retry_after_header(record: CallRecord, clock: Timeline) -> Optional[str]:
     return str(round(record.retry_after_until - record.at))
 
 
+def response_parts(record: CallRecord, clock: Timeline) -> Tuple[Dict[str, str], Any]:
+    """The headers and body an HTTP answer to ``record`` carries, whatever carries it (the
+    local HTTP server or an in-process transport)."""
+    headers: Dict[str, str] = {}
+    retry_after = retry_after_header(record, clock)
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
+    outcome = record.outcome
+    if outcome.is_ok:
+        body = outcome.body if outcome.body is not None else {"ok": True, "call": record.number}
+    else:
+        body = {"error": outcome.label, "call": record.number}
+    return headers, body
+
+
 def describe_calls(calls: Sequence[CallRecord]) -> str:
     return "\n".join(f"  #{c.number} at +{format_seconds(c.at)}: {c.outcome.label}" for c in calls)

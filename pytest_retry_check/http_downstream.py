@@ -16,7 +16,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, List, Set
 
-from .downstream import retry_after_header
+from .downstream import response_parts
 from .timeline import RetryGuardTripped
 
 if TYPE_CHECKING:
@@ -88,14 +88,7 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
-        headers = {}
-        retry_after = retry_after_header(record, downstream.clock)
-        if retry_after is not None:
-            headers["Retry-After"] = retry_after
-        if outcome.is_ok:
-            body = outcome.body if outcome.body is not None else {"ok": True, "call": record.number}
-        else:
-            body = {"error": outcome.label, "call": record.number}
+        headers, body = response_parts(record, downstream.clock)
         self._send(outcome.status, body, headers)
 
     def _send(self, status: int, body: Any, headers: dict) -> None:

@@ -15,7 +15,7 @@ import json
 from typing import TYPE_CHECKING, Any, Dict, Tuple
 from urllib.parse import urlsplit
 
-from .downstream import retry_after_header
+from .downstream import response_parts
 from .slow_answers import wait_for_answer
 
 if TYPE_CHECKING:
@@ -38,17 +38,10 @@ def answer_path(downstream: "FakeDownstream", method: str, path: str, timeout: A
     __tracebackhide__ = True
     record = downstream.record("in-process", method=method.upper(), path=path or "/")
     wait_for_answer(downstream, record, timeout, timeout_error=timeout_error)
-    outcome = record.outcome
-    headers = {"Content-Type": "application/json"}
-    retry_after = retry_after_header(record, downstream.clock)
-    if retry_after is not None:
-        headers["Retry-After"] = retry_after
-    if outcome.is_ok:
-        body = outcome.body if outcome.body is not None else {"ok": True, "call": record.number}
-    else:
-        body = {"error": outcome.label, "call": record.number}
+    extra, body = response_parts(record, downstream.clock)
+    headers = {"Content-Type": "application/json", **extra}
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return record, outcome.status, headers, data
+    return record, record.outcome.status, headers, data
 
 
 def httpx_handler(downstream: "FakeDownstream", request: Any) -> Any:
