@@ -131,7 +131,13 @@ def _httpx_policy(retry_on: Any) -> tenacity.Retrying:
 def httpx_client(downstream: Any) -> Any:
     import httpx
 
-    client = httpx.Client(transport=downstream.httpx_transport(), base_url="https://orders.example")
+    return _get_order(httpx.Client(transport=downstream.httpx_transport(), base_url="https://orders.example"))
+
+
+def _get_order(client: Any) -> Any:
+    """One client's GET under the tenacity policy; the client is closed afterwards."""
+    import httpx
+
     try:
         return _httpx_policy(httpx.HTTPError)(lambda: client.get("/orders/42").raise_for_status().json())
     except httpx.HTTPError:
@@ -159,13 +165,7 @@ def plain_httpx(clients: int) -> None:
                 return httpx.Response(503, json={"error": "unavailable", "call": calls[0]})
             return httpx.Response(200, json={"ok": True, "call": calls[0]})
 
-        client = httpx.Client(transport=httpx.MockTransport(handler), base_url="https://orders.example")
-        try:
-            return _httpx_policy(httpx.HTTPError)(lambda: client.get("/orders/42").raise_for_status().json())
-        except httpx.HTTPError:
-            return None
-        finally:
-            client.close()
+        return _get_order(httpx.Client(transport=httpx.MockTransport(handler), base_url="https://orders.example"))
 
     with mock.patch("time.sleep", lambda seconds: None):
         for _ in range(clients):
