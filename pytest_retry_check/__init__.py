@@ -33,6 +33,11 @@ _EXPORTS = {
     "hang": "downstream",
     "DownstreamTimeout": "downstream",
     "raises": "downstream",
+    "after_commit": "downstream",
+    "timeout_after_commit": "downstream",
+    "reset_after_commit": "downstream",
+    "error_after_commit": "downstream",
+    "assert_idempotent": "effects",
     "DownstreamError": "downstream",
     "DownstreamUnavailable": "downstream",
     "DownstreamRateLimited": "downstream",
@@ -100,6 +105,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
     from .backoffs import Backoff, Strategy, policy_at  # noqa: F401
     from .dead_letters import DeadLetter, DeadLetters  # noqa: F401
     from .dispersion import DispersionLimits, DispersionReport, assert_dispersed, dispersion_of, herd_check, measure_dispersion  # noqa: F401
+    from .effects import assert_idempotent  # noqa: F401
     from .downstream import (  # noqa: F401
         CallRecord,
         DownstreamConnectionDropped,
@@ -111,13 +117,17 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
         FakeDownstream,
         Outcome,
         Scenario,
+        after_commit,
         drop,
+        error_after_commit,
         hang,
         ok,
         permanent,
         raises,
         rate_limited,
+        reset_after_commit,
         slow,
+        timeout_after_commit,
         transient,
     )
     from .simulation import CapacityModel, ConflictModel, Network, SimulationResult, simulate  # noqa: F401

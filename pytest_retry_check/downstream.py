@@ -10,7 +10,7 @@ import math
 import sys
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .clock import FakeClock, current_clock
 from .routes import match_route
@@ -28,13 +28,17 @@ __all__ = [
     "FakeDownstream",
     "Outcome",
     "Scenario",
+    "after_commit",
     "drop",
+    "error_after_commit",
     "hang",
     "ok",
     "permanent",
     "rate_limited",
     "raises",
+    "reset_after_commit",
     "slow",
+    "timeout_after_commit",
     "transient",
 ]
 
@@ -91,6 +95,9 @@ class Outcome:
     #: Virtual seconds the answer takes (math.inf: it never comes, see :func:`hang`). A client
     #: timeout shorter than this fires first, on the virtual clock.
     latency: float = 0.0
+    #: The request took effect before the answer failed (:func:`after_commit`): an ambiguous
+    #: failure, after which a retry applies the operation a second time unless it is idempotent.
+    after_commit: bool = False
 
     @property
     def is_ok(self) -> bool:
@@ -101,7 +108,14 @@ class Outcome:
         return self.kind == "permanent"
 
     @property
+    def applies(self) -> bool:
+        """The request takes effect: a success, or a failure that came after the commit."""
+        return self.kind == "ok" or self.after_commit
+
+    @property
     def label(self) -> str:
+        if self.after_commit:
+            return f"applied, then {replace(self, after_commit=False).label}"
         if self.kind == "hang":
             return "hang (no answer)"
         if self.latency:
@@ -176,6 +190,40 @@ def hang() -> Outcome:
     """The call never answers: only a client timeout ends it (virtual). Without one the guard
     trips and says so."""
     return Outcome("hang", 0, latency=math.inf)
+
+
+def after_commit(outcome: Any = 502) -> Outcome:
+    """An ambiguous failure: the request takes effect (the payment is made, the row written),
+    then the answer fails with ``outcome`` -- a 5xx (502 from a proxy whose upstream applied
+    it), :func:`drop` (connection reset after the write), :func:`hang` or :func:`slow` (a client
+    timeout after the commit), or an exception. The client cannot tell it from a failure before
+    the commit; a retry applies the operation again unless it is idempotent
+    (:func:`~pytest_retry_check.effects.assert_idempotent`)."""
+    __tracebackhide__ = True
+    base = as_outcome(outcome)
+    if base.kind == "ok" and not base.latency:
+        raise ValueError("after_commit() needs a failing answer (502, drop(), hang(), slow(30), an exception); a plain success is ok()")
+    if base.kind in ("permanent", "rate_limited"):
+        raise ValueError(f"after_commit() is a failure after the write (5xx, drop(), hang(), slow()); {base.label} is refused before it")
+    return replace(base, after_commit=True)
+
+
+def timeout_after_commit(latency: Optional[float] = None) -> Outcome:
+    """Applied, then no answer: :func:`hang` (or the success only ``latency`` virtual seconds
+    later), so the client's own timeout fires after the operation took effect."""
+    __tracebackhide__ = True
+    return after_commit(hang() if latency is None else slow(latency))
+
+
+def reset_after_commit() -> Outcome:
+    """Applied, then the connection is reset before the answer (:func:`drop`)."""
+    return after_commit(drop())
+
+
+def error_after_commit(status: int = 502) -> Outcome:
+    """Applied, then a 5xx (default 502: a gateway whose upstream applied the request)."""
+    __tracebackhide__ = True
+    return after_commit(transient(status))
 
 
 def raises(error: Any) -> Outcome:
@@ -330,10 +378,47 @@ class CallRecord:
     args: Tuple[Any, ...] = ()
     kwargs: Dict[str, Any] = field(default_factory=dict)
     route: str = ""  # the key of the route whose script answered ("" for the downstream's own)
+    headers: Dict[str, str] = field(default_factory=dict)  # HTTP request headers (also a callable's headers=)
+    body: bytes = b""  # HTTP request body
+    #: The request took effect (a success or an ambiguous failure, not deduplicated; safe
+    #: methods GET/HEAD/OPTIONS never do).
+    applied: bool = False
+    #: The idempotency key the request carried (header or ``idempotency_key=``), if any.
+    idempotency_key: Optional[str] = None
+    #: The call whose effect this one replayed: same idempotency key, not applied again.
+    replay_of: Optional[int] = None
 
     @property
     def ok(self) -> bool:
         return self.outcome.is_ok
+
+    def header(self, name: str, default: Optional[str] = None) -> Optional[str]:
+        """A request header, case-insensitively."""
+        lower = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == lower:
+                return value
+        return default
+
+    @property
+    def json(self) -> Any:
+        """The request body parsed as JSON (None when there is none or it is not JSON)."""
+        import json
+
+        if not self.body:
+            return None
+        try:
+            return json.loads(self.body)
+        except (ValueError, UnicodeDecodeError):
+            return None
+
+    @property
+    def request(self) -> str:
+        """``POST /payments`` or ``call('/orders/42', order_id=42)``, for messages."""
+        if self.method:
+            return f"{self.method} {self.path}"
+        shown = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{self.transport}({', '.join(shown)})"
 
 
 class FakeDownstream:
@@ -355,6 +440,8 @@ class FakeDownstream:
         name: str = "downstream",
         max_calls: int = DEFAULT_MAX_CALLS,
         routes: Optional[Dict[str, Any]] = None,
+        key: Any = None,
+        idempotency: Optional[str] = "Idempotency-Key",
         **script: Any,
     ) -> None:
         __tracebackhide__ = True
@@ -374,6 +461,15 @@ class FakeDownstream:
             raise ValueError(f"max_calls must be a whole number >= 1, got {max_calls!r}")
         self.scenario = scenario
         self.name = name
+        #: How a call names its business operation (see pytest_retry_check.effects): None (the
+        #: request itself), a field name, or a function of the CallRecord.
+        self.key = key
+        if idempotency is not None and not (isinstance(idempotency, str) and idempotency.strip()):
+            raise TypeError(f"idempotency must be the name of the idempotency-key header (or None: ignore it), got {idempotency!r}")
+        #: The idempotency-key header the fake honours (None: it ignores them, as a server without
+        #: support does): a request repeating an applied request's key is not applied again.
+        self.idempotency = idempotency
+        self._applied_keys: Dict[str, int] = {}
         self.__name__ = self.__qualname__ = name  # retry decorators log the wrapped function's name
         self.max_calls = max_calls
         self.calls: List[CallRecord] = []
@@ -413,7 +509,17 @@ class FakeDownstream:
         await await_answer(self, record)
         return self._callable_result(record)
 
-    def record(self, transport: str, *, method: str = "", path: str = "", args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]] = None) -> CallRecord:
+    def record(
+        self,
+        transport: str,
+        *,
+        method: str = "",
+        path: str = "",
+        args: Tuple[Any, ...] = (),
+        kwargs: Optional[Dict[str, Any]] = None,
+        headers: Optional[Dict[str, str]] = None,
+        body: bytes = b"",
+    ) -> CallRecord:
         """Decide and record the outcome of one call (used by every transport)."""
         __tracebackhide__ = True
         clock = self.clock
@@ -441,9 +547,39 @@ class FakeDownstream:
                     recent += c.route == key
             outcome = scenario.outcome_for(scripted, at, recent)
             until = _retry_after_until(outcome, at, transport, clock)
-            record = CallRecord(number, at, outcome, transport, until, method, path, tuple(args), dict(kwargs or {}), key)
+            kwargs = dict(kwargs or {})
+            headers = dict(headers) if headers else _callable_headers(kwargs)
+            applied, idem, replay_of = self._effect(outcome, method, headers, kwargs, number)
+            record = CallRecord(
+                number, at, outcome, transport, until, method, path, tuple(args), kwargs, key,
+                headers, body or b"", applied, idem, replay_of,
+            )
             self.calls.append(record)
             return record
+
+    def _effect(self, outcome: Outcome, method: str, headers: Dict[str, str], kwargs: Dict[str, Any], number: int) -> Tuple[bool, Optional[str], Optional[int]]:
+        """(applied, idempotency key, the call it replays): a request that takes effect is
+        applied unless it repeats the idempotency key of one already applied."""
+        # Read (for the record) even from a server that ignores it: messages say what was sent.
+        lower = (self.idempotency or "Idempotency-Key").lower()
+        idem = next((str(v) for k, v in headers.items() if k.lower() == lower), None)
+        if idem is None and kwargs.get("idempotency_key") is not None:
+            idem = str(kwargs["idempotency_key"])
+        if not outcome.applies or method.upper() in _SAFE_METHODS:
+            return False, idem, None
+        if idem is not None and self.idempotency is not None:
+            first = self._applied_keys.get(idem)
+            if first is not None:
+                return False, idem, first
+            self._applied_keys[idem] = number
+        return True, idem, None
+
+    def effects(self, key: Any = None) -> Dict[Any, List[CallRecord]]:
+        """The calls that took effect, by business key (``key``: as for
+        :func:`~pytest_retry_check.effects.assert_idempotent`; default this downstream's)."""
+        from .effects import effects_by_key
+
+        return effects_by_key(self.calls, self.key if key is None else key)
 
     def _scan_callers(self, clock: Any) -> None:
         """At the first call: real clock/sleep functions captured before the clock started and
@@ -578,10 +714,24 @@ class FakeDownstream:
     def with_script(self, **changes: Any) -> "FakeDownstream":
         """A new downstream with this one's script changed by ``changes``."""
         routes = {r.key: r.scenario for r in self.routes} or None
-        return FakeDownstream(replace(self.scenario, **changes), clock=self._clock, name=self.name, max_calls=self.max_calls, routes=routes)
+        return FakeDownstream(
+            replace(self.scenario, **changes), clock=self._clock, name=self.name, max_calls=self.max_calls, routes=routes,
+            key=self.key, idempotency=self.idempotency,
+        )
 
     def __repr__(self) -> str:
         return f"<FakeDownstream {self.name!r} calls={len(self.calls)} {self.scenario!r}>"
+
+
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _callable_headers(kwargs: Dict[str, Any]) -> Dict[str, str]:
+    """A callable called with ``headers={...}`` (as HTTP client wrappers pass them)."""
+    headers = kwargs.get("headers")
+    if isinstance(headers, Mapping):
+        return {str(k): str(v) for k, v in headers.items()}
+    return {}
 
 
 def _path_of(args: Tuple[Any, ...]) -> str:

@@ -61,10 +61,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         downstream = self.server.downstream
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
+        body = self.rfile.read(length) if length else b""
         try:
-            record = downstream.record("http", method=self.command, path=self.path)
+            record = downstream.record("http", method=self.command, path=self.path, headers=dict(self.headers.items()), body=body)
         except BaseException as exc:  # the guard tripped: tell the client, the clock remembers
             self._send(503, {"error": "retry guard tripped", "detail": str(exc).splitlines()[0]}, {})
             self.server.interrupt_owner(exc)

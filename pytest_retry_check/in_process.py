@@ -24,19 +24,26 @@ if TYPE_CHECKING:
 __all__ = ["answer", "httpx_handler", "httpx_transport", "responses_callback"]
 
 
-def answer(downstream: "FakeDownstream", method: str, url: str, timeout: Any, timeout_error: Any) -> Tuple["CallRecord", int, Dict[str, str], bytes]:
+def answer(
+    downstream: "FakeDownstream", method: str, url: str, timeout: Any, timeout_error: Any, headers: Any = None, body: Any = b""
+) -> Tuple["CallRecord", int, Dict[str, str], bytes]:
     """Record one request and produce its answer: (record, status, headers, body).
     ``timeout_error`` is raised (virtual time having moved by the timeout) when a slow or
     hanging answer does not come within ``timeout``."""
     __tracebackhide__ = True
     parts = urlsplit(url)
-    return answer_path(downstream, method, parts.path + (f"?{parts.query}" if parts.query else ""), timeout, timeout_error)
+    return answer_path(downstream, method, parts.path + (f"?{parts.query}" if parts.query else ""), timeout, timeout_error, headers, body)
 
 
-def answer_path(downstream: "FakeDownstream", method: str, path: str, timeout: Any, timeout_error: Any) -> Tuple["CallRecord", int, Dict[str, str], bytes]:
-    """:func:`answer` for a request whose path (with its query) is known."""
+def answer_path(
+    downstream: "FakeDownstream", method: str, path: str, timeout: Any, timeout_error: Any, headers: Any = None, body: Any = b""
+) -> Tuple["CallRecord", int, Dict[str, str], bytes]:
+    """:func:`answer` for a request whose path (with its query) is known; ``headers`` and
+    ``body`` are the request's (recorded: business keys and idempotency keys are read from them)."""
     __tracebackhide__ = True
-    record = downstream.record("in-process", method=method.upper(), path=path or "/")
+    sent = {str(k): str(v) for k, v in headers.items()} if headers else {}
+    content = body.encode() if isinstance(body, str) else bytes(body or b"")
+    record = downstream.record("in-process", method=method.upper(), path=path or "/", headers=sent, body=content)
     wait_for_answer(downstream, record, timeout, timeout_error=timeout_error)
     extra, body = response_parts(record, downstream.clock)
     headers = {"Content-Type": "application/json", **extra}
@@ -56,7 +63,7 @@ def httpx_handler(downstream: "FakeDownstream", request: Any) -> Any:
 
     # The raw path (with its query) as sent: no re-serialising and re-parsing of the URL.
     path = request.url.raw_path.decode("ascii", "replace")
-    record, status, headers, data = answer_path(downstream, request.method, path, timeout, timed_out)
+    record, status, headers, data = answer_path(downstream, request.method, path, timeout, timed_out, request.headers, request.read())
     if record.outcome.kind == "drop":
         raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
     return httpx.Response(status, headers=headers, content=data, request=request)
@@ -78,7 +85,8 @@ def responses_callback(downstream: "FakeDownstream", request: Any) -> Tuple[int,
     def timed_out(message: str) -> BaseException:
         return requests.exceptions.ReadTimeout(message, request=request)
 
-    record, status, headers, data = answer(downstream, request.method or "GET", request.url or "/", timeout, timed_out)
+    body = request.body if isinstance(request.body, (bytes, str)) else b""  # a file-like body is not consumed here
+    record, status, headers, data = answer(downstream, request.method or "GET", request.url or "/", timeout, timed_out, request.headers, body)
     if record.outcome.kind == "drop":
         raise requests.exceptions.ConnectionError("Connection aborted: the server closed the connection without an answer", request=request)
     return status, headers, data

@@ -22,10 +22,21 @@ class Attempt:
     outcome: Outcome
     delay: Optional[float]  # virtual seconds since the previous attempt; None for the first
     retry_after_until: Optional[float] = None  # the previous answer's Retry-After deadline
+    #: The downstream's record of the call (request, headers, body, effect), when known.
+    call: Optional[CallRecord] = field(default=None, repr=False, compare=False)
+    #: The attempt of this trace whose effect this one replayed (same idempotency key), if any.
+    replay_of: Optional[int] = None
 
     @property
     def ok(self) -> bool:
         return self.outcome.is_ok
+
+    @property
+    def label(self) -> str:
+        """The answer, and what became of the request when it was not applied again."""
+        if self.replay_of is not None:
+            return f"{self.outcome.label} (same idempotency key as #{self.replay_of}: not applied again)"
+        return self.outcome.label
 
 
 @dataclass(frozen=True)
@@ -57,10 +68,13 @@ class Trace:
         __tracebackhide__ = True
         attempts: List[Attempt] = []
         previous: Optional[CallRecord] = None
+        numbers = {}
         for number, call in enumerate(calls, 1):
             delay = None if previous is None else call.at - previous.at
             until = None if previous is None else previous.retry_after_until
-            attempts.append(Attempt(number, call.at, call.outcome, delay, until))
+            numbers[call.number] = number
+            replay_of = numbers.get(call.replay_of) if call.replay_of is not None else None
+            attempts.append(Attempt(number, call.at, call.outcome, delay, until, call, replay_of))
             previous = call
         if outcome is None:
             outcome = "succeeded" if attempts and attempts[-1].ok else "unknown"
@@ -116,7 +130,7 @@ class Trace:
         lines.append(f"  {'#':>4}  {'at':>12}  {'waited':>12}  result")
         for attempt in self.attempts:
             waited = "-" if attempt.delay is None else format_seconds(attempt.delay)
-            lines.append(f"  {attempt.number:>4}  {'+' + format_seconds(attempt.at - origin):>12}  {waited:>12}  {attempt.outcome.label}")
+            lines.append(f"  {attempt.number:>4}  {'+' + format_seconds(attempt.at - origin):>12}  {waited:>12}  {attempt.label}")
         return "\n".join(lines) + "\n"
 
     def sleep_schedule(self) -> str:
