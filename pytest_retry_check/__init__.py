@@ -38,6 +38,10 @@ _EXPORTS = {
     "reset_after_commit": "downstream",
     "error_after_commit": "downstream",
     "assert_idempotent": "effects",
+    "TokenBucket": "budgets",
+    "RetryBudgetExhausted": "budgets",
+    "budget_check": "budgets",
+    "BudgetReport": "budgets",
     "DownstreamError": "downstream",
     "DownstreamUnavailable": "downstream",
     "DownstreamRateLimited": "downstream",
@@ -106,6 +110,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
     from .dead_letters import DeadLetter, DeadLetters  # noqa: F401
     from .dispersion import DispersionLimits, DispersionReport, assert_dispersed, dispersion_of, herd_check, measure_dispersion  # noqa: F401
     from .effects import assert_idempotent  # noqa: F401
+    from .budgets import BudgetReport, RetryBudgetExhausted, TokenBucket, budget_check  # noqa: F401
     from .downstream import (  # noqa: F401
         CallRecord,
         DownstreamConnectionDropped,

@@ -9,6 +9,7 @@ ordering. Add your own policies:
     python -m pytest_retry_check.simulate --client myservice.sim:fetch      # real code: def/async def fetch(downstream)
     python -m pytest_retry_check.simulate --model capacity --capacity 200 --outage 0:30 --clients 1000 --runs 3
     python -m pytest_retry_check.simulate --plot load.png                   # needs matplotlib (the `plot` extra)
+    python -m pytest_retry_check.simulate --model capacity --capacity 200 --outage 0:30 --budget 10:0.1  # no budget vs gRPC's token bucket
 """
 
 from __future__ import annotations
@@ -126,6 +127,19 @@ def _network(text: str) -> Network:
         raise argparse.ArgumentTypeError(f"--network takes MEAN_MS,SD_MS, e.g. 10,2; got {text!r}") from None
 
 
+def _budget(text: str) -> Any:
+    from .budgets import TokenBucket
+
+    try:
+        tokens, ratio = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--budget takes MAX_TOKENS:TOKEN_RATIO (gRPC retryThrottling), e.g. 10:0.1; got {text!r}") from None
+    try:
+        return TokenBucket(tokens, ratio)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--budget {text}: {exc}") from None
+
+
 def _counts(text: str) -> List[int]:
     try:
         counts = [int(x) for x in text.split(",") if x.strip()]
@@ -156,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--outage", type=_outage, action="append", default=[], metavar="START:END", help="capacity model: the downstream is down (repeatable)")
     parser.add_argument("--network", type=_network, default=Network(), metavar="MEAN_MS,SD_MS", help="network leg |N(mean, sd)| in ms (default 10,2)")
     parser.add_argument("--plot", type=Path, default=None, metavar="FILE.png", help="write load over time per strategy (needs matplotlib)")
+    parser.add_argument(
+        "--budget", type=_budget, action="append", default=[], metavar="MAX_TOKENS:TOKEN_RATIO",
+        help="also run the strategies and --policy sites under gRPC's retry token bucket, shared by the clients (repeatable), "
+        "and compare retries sent, peak load and completion with no budget",
+    )
     return parser
 
 
@@ -187,12 +206,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"error: {PLOT_HINT}", file=sys.stderr)
                 return 2
         results = compare(policies, clients=args.clients, runs=args.runs, model=model, seed=args.seed)
+        budgetable = [p for p in policies if not _is_code(p)]
+        if args.budget and not budgetable:
+            parser.error("--budget applies to --strategies and --policy; real code (--client) applies its own (TokenBucket.guard)")
+        for bucket in args.budget:
+            # The same seed: each budgeted cell meets the same network draws as its unbudgeted twin.
+            results += compare(budgetable, clients=args.clients, runs=args.runs, model=model, seed=args.seed, budget=bucket)
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     aws_setup = isinstance(model, ConflictModel) and network == Network() and (args.base, args.cap) == (0.005, 2.0) and args.max_attempts is None
     print(format_comparison(results, reference=AWS_REFERENCE if aws_setup else None))
     print(_peaks(results))
+    if args.budget:
+        print(format_budgets(results))
     failed = False
     # The AWS post's findings are about its own setup (one contended row, its network, base
     # and cap): under another model they are not claims to hold the run to.
@@ -205,6 +232,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.plot is not None:
         print(f"plot: {write_plot(results, args.plot)}")
     return 1 if failed else 0
+
+
+def _is_code(policy: Any) -> bool:
+    from .backoffs import Strategy
+
+    return callable(policy) and not isinstance(policy, Strategy)
+
+
+def format_budgets(results: Sequence[SimulationResult]) -> str:
+    """Per client count, one row per policy (with and without a budget): requests, retries sent,
+    retry ratio, peak load, completion, succeeded, and the retries the budget refused."""
+    counts, labels, by_key = result_grid(results)
+    width = max(len("strategy"), *(len(label) for label in labels))
+    window = results[0].load_window
+    runs = max(len(r.runs) for r in results)
+    lines = [
+        f"retry budgets: {results[0].model}; {runs} run(s), means per run",
+        "retry ratio = retries sent / requests (0.10: retries add 10 % to the load); refused = failures the token bucket did not let retry",
+    ]
+    head = (
+        f"{'strategy':<{width}}  {'requests':>9}  {'retries sent':>12}  {'retry ratio':>11}  {f'peak / {window:g} s':>11}  "
+        f"{'done after':>10}  {'succeeded':>9}  {'refused':>8}"
+    )
+    for count in counts:
+        lines += ["", f"{count:,} clients:", head]
+        for label in labels:
+            r = by_key.get((label, count))
+            if r is None:
+                continue
+            lines.append(
+                f"{label:<{width}}  {r.requests:>9,.0f}  {r.retries:>12,.0f}  {r.retry_ratio:>11.2f}  {r.peak_load:>11,.0f}  "
+                f"{r.completion:>8.1f} s  {r.succeeded:>9,.1f}  {r.throttled:>8,.0f}"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def _peaks(results: Sequence[SimulationResult]) -> str:

@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 DEFAULT_HORIZON = 3600.0
+#: A CapacityModel capacity this large is shown as "no capacity limit" (only its outages fail calls).
+UNLIMITED = 10**9
 DEFAULT_MAX_CALLS = 1_000_000
 
 #: The AWS simulator's model reimplemented (the project's design notes), 100 runs; clients -> strategy ->
@@ -176,7 +178,7 @@ class CapacityModel:
 
     @property
     def name(self) -> str:
-        text = f"capacity {self.capacity} calls per {self.window:g} s"
+        text = f"capacity {self.capacity} calls per {self.window:g} s" if self.capacity < UNLIMITED else "no capacity limit"
         if self.outages:
             text += ", down " + ", ".join(f"{a:g}-{b:g} s" for a, b in self.outages)
         return f"{text}, network {self.network}"
@@ -201,6 +203,16 @@ class RunResult:
     completion: float  # virtual seconds until the last client succeeded or gave up
     call_times: Tuple[float, ...] = field(repr=False, default=())  # every counted call, in time order
     failed_calls: int = 0
+    #: Clients that made a first attempt (the requests); every other call was a retry.
+    requests: int = 0
+    #: Retries a retry budget refused (the simulation's token bucket, or the one the code used).
+    throttled: int = 0
+    #: Calls made by each client (its first attempt and its retries).
+    attempts: Tuple[int, ...] = field(repr=False, default=())
+
+    @property
+    def retries(self) -> int:
+        return self.calls - self.requests
 
     def peak_load(self, window: float) -> int:
         """The most calls that arrived within any ``window`` seconds."""
@@ -269,6 +281,27 @@ class SimulationResult:
         return sum(r.unfinished for r in self.runs)
 
     @property
+    def requests(self) -> float:
+        """First attempts (mean per run)."""
+        return statistics.fmean(r.requests for r in self.runs)
+
+    @property
+    def retries(self) -> float:
+        """Retries sent: every call after a client's first (mean per run)."""
+        return statistics.fmean(r.retries for r in self.runs)
+
+    @property
+    def retry_ratio(self) -> float:
+        """Retries per request: the extra load the retries add (0.1 = 10 %)."""
+        requests = sum(r.requests for r in self.runs)
+        return sum(r.retries for r in self.runs) / requests if requests else math.nan
+
+    @property
+    def throttled(self) -> float:
+        """Retries a budget refused (mean per run)."""
+        return statistics.fmean(r.throttled for r in self.runs)
+
+    @property
     def finished(self) -> bool:
         return self.unfinished == 0
 
@@ -311,7 +344,8 @@ def network_legs(network: Network, rng: random.Random) -> Callable[[], float]:
 
 
 def _run_strategy(
-    strategy: Strategy, model: Model, clients: int, rng: random.Random, leg: Callable[[], float], horizon: float, max_calls: int
+    strategy: Strategy, model: Model, clients: int, rng: random.Random, leg: Callable[[], float], horizon: float, max_calls: int,
+    budget: Any = None,
 ) -> RunResult:
     # One heap event per attempt: the write (or the call). The read's only effect is the
     # version it sees, and "no success since the read" is known when the write is processed.
@@ -330,8 +364,12 @@ def _run_strategy(
     pop, push = heapq.heappop, heapq.heappush
     call_times: List[float] = []
     record = call_times.append
-    succeeded = gave_up = failed = 0
+    succeeded = gave_up = failed = throttled = 0
     completion = 0.0
+    # A retry budget shared by every client (one service's calls to the downstream): each
+    # answer feeds it, and a failure it refuses to retry is final.
+    budget_failure = budget.record_failure if budget is not None else None
+    budget_success = budget.record_success if budget is not None else None
     while heap:
         at, client, read_at = pop(heap)
         if at > horizon or len(call_times) >= max_calls:
@@ -342,12 +380,18 @@ def _run_strategy(
         answered = at + leg()
         if ok:
             succeeded += 1
+            if budget_success is not None:
+                budget_success()
             if answered > completion:
                 completion = answered
             continue
         failed += 1
         n = attempts[client]
-        if n == max_attempts or answered >= deadline:
+        final = n == max_attempts or answered >= deadline
+        if budget_failure is not None and not budget_failure() and not final:
+            throttled += 1
+            final = True
+        if final:
             gave_up += 1
             if answered > completion:
                 completion = answered
@@ -361,7 +405,13 @@ def _run_strategy(
     unfinished = len(heap)
     if unfinished:
         completion = max(completion, min(horizon, heap[0][0]))
-    return RunResult(clients, len(call_times), succeeded, gave_up, unfinished, completion, tuple(call_times), failed)
+        for _, client, _ in heap:  # scheduled, never made
+            attempts[client] -= 1
+    requests = sum(1 for n in attempts if n)
+    return RunResult(
+        clients, len(call_times), succeeded, gave_up, unfinished, completion, tuple(call_times), failed,
+        requests=requests, throttled=throttled, attempts=tuple(attempts),
+    )
 
 
 # -- real code: a downstream the clients share -----------------------------------------------
@@ -427,8 +477,10 @@ class SimulatedDownstream:
         return len(self.calls)
 
 
-def _run_code(client: Callable[..., Any], model: Model, clients: int, rng: random.Random, horizon: float, max_sleeps: int) -> RunResult:
+def _run_code(client: Callable[..., Any], model: Model, clients: int, rng: random.Random, horizon: float, max_sleeps: int, budget: Any = None) -> RunResult:
     __tracebackhide__ = True
+    if budget is not None:
+        budget.reset()  # the bucket the code uses starts full in every run
     asynchronous = is_async_client(client)
     clock = SchedulerClock(ASYNC_START, max_sleeps=max(1, clients * max_sleeps), max_virtual_time=horizon * 2 + 1)
     downstream = SimulatedDownstream(model, rng, clock)
@@ -452,7 +504,14 @@ def _run_code(client: Callable[..., Any], model: Model, clients: int, rng: rando
         completion = max(completion, horizon)
     times = tuple(at for at, _, _ in downstream.calls)
     failed = sum(1 for _, _, ok in downstream.calls if not ok)
-    return RunResult(clients, len(times), succeeded, clients - succeeded - unfinished, unfinished, completion, times, failed)
+    made = [0] * clients
+    for _, index, _ in downstream.calls:
+        if 0 <= index < clients:
+            made[index] += 1
+    return RunResult(
+        clients, len(times), succeeded, clients - succeeded - unfinished, unfinished, completion, times, failed,
+        requests=sum(1 for n in made if n), throttled=budget.refused if budget is not None else 0, attempts=tuple(made),
+    )
 
 
 # -- the public entry points ----------------------------------------------------------------
@@ -467,6 +526,7 @@ def simulate(
     max_calls: int = DEFAULT_MAX_CALLS,
     max_sleeps: int = 1000,
     label: str = "",
+    budget: Any = None,
 ) -> SimulationResult:
     """Simulate ``clients`` clients retrying against one shared downstream ``model`` (default:
     :class:`ConflictModel`), ``runs`` times.
@@ -480,6 +540,12 @@ def simulate(
     keeps using ``random`` as it always does. ``horizon``: virtual seconds after which clients
     still retrying are counted as unfinished; ``max_calls``: a cap on calls per run for policies
     that never stop; ``max_sleeps``: the forever-retry guard per client of real code.
+
+    ``budget``: a :class:`~pytest_retry_check.budgets.TokenBucket`. A policy without code gets a
+    fresh copy per run, shared by all its clients (one service's calls), and a failure it refuses
+    to retry is final (its label says "+ token bucket MAX/RATIO"). Real code applies its own
+    bucket (``bucket.guard``): pass that bucket to have it reset before each run and its refusals
+    counted.
     """
     __tracebackhide__ = True
     if isinstance(clients, bool) or not isinstance(clients, int) or clients < 1:
@@ -494,19 +560,25 @@ def simulate(
         model = ConflictModel()
     elif not isinstance(model, (ConflictModel, CapacityModel)):
         raise TypeError(f"model must be a ConflictModel or a CapacityModel, not {type(model).__name__}")
+    if budget is not None:
+        from .budgets import TokenBucket
+
+        if not isinstance(budget, TokenBucket):
+            raise TypeError(f"budget must be a TokenBucket, not {type(budget).__name__}")
     rng = random.Random(seed)
     is_code = callable(policy) and not isinstance(policy, Strategy)
     results = []
     if is_code:
         name = label or getattr(policy, "__qualname__", None) or getattr(policy, "__name__", None) or repr(policy)
         for _ in range(runs):
-            results.append(_run_code(policy, model, clients, rng, float(horizon), max_sleeps))
+            results.append(_run_code(policy, model, clients, rng, float(horizon), max_sleeps, budget))
     else:
         strategy = as_strategy(policy)
-        name = label or strategy.name
+        name = label or strategy.name + (f" + token bucket {budget.label}" if budget is not None else "")
         leg = network_legs(model.network, rng)  # one stream for all runs: blocks are not wasted per run
         for _ in range(runs):
-            results.append(_run_strategy(strategy, model, clients, rng, leg, float(horizon), max_calls))
+            bucket = budget.fresh() if budget is not None else None
+            results.append(_run_strategy(strategy, model, clients, rng, leg, float(horizon), max_calls, bucket))
     return SimulationResult(name, model.name, clients, float(model.load_window), tuple(results))
 
 
