@@ -21,6 +21,8 @@ NAMES: Dict[str, str] = {
     "RTY401": "dlq-auto-replay",
     "RTY402": "dead-letter-without-context",
     "RTY403": "unthrottled-dlq-replay",
+    "RTY502": "handler-outlives-visibility-timeout",
+    "RTY503": "non-idempotent-retry",
 }
 
 #: name → code

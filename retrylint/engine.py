@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
-from .extract import extract_dead_letters, extract_policies, triggers
+from .extract import extract_around, extract_dead_letters, extract_policies, triggers
 from .extract.context import ModuleContext
 from .extract.waits import find_sleepers
 from .fixes import Fix, Fixer
@@ -117,6 +117,7 @@ def check_source(
         ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(parsed), summaries=_summaries(tree, text))
         policies = extract_policies(ctx, active)
         dead_letters = extract_dead_letters(ctx, active)
+        around = extract_around(ctx, policies, active)
     except RecursionError:
         report.notice = "could not analyse: the code is nested too deeply for the analysis"
         return report
@@ -143,6 +144,7 @@ def check_source(
                     fix = _fix(rule, policy, fixer)
                 diagnostics.append((diagnostic, fix if index == 0 else None))
         diagnostics += [(d, None) for operation in dead_letters for d in rule.check_dead_letter(operation, settings)]
+        diagnostics += [(d, None) for site in around for d in rule.check_around(site, settings)]
         for diagnostic, fix in diagnostics:
             if suppressions.suppresses(rule_class.code, diagnostic.noqa_lines):
                 continue

@@ -307,6 +307,43 @@ class DeadLetterOperation:
     trigger_detail: str = ""
 
 
+@dataclass(frozen=True)
+class VisibilityWindow:
+    """RTY502: how long a queue hides a message from other consumers, against how long the
+    consumer can hold it (a handler time limit, a retry's worst-case wait, a held countdown)."""
+
+    location: Location
+    #: ``sqs``, ``celery``, ``pubsub``, ``servicebus``.
+    broker: str
+    #: The visibility timeout / ack deadline / lock duration in seconds, and where it is set.
+    window: Num
+    window_text: str
+    #: The longest time the consumer can hold the message before it acks, and what sets it.
+    holds: Num
+    holds_text: str
+    #: A heartbeat extends the window (``change_message_visibility``, ``modify_ack_deadline``, …).
+    heartbeat: bool = False
+    header_lines: Tuple[int, ...] = ()
+    extent: Optional[Location] = None
+
+
+@dataclass(frozen=True)
+class RetriedCreate:
+    """RTY503: an operation that creates something (a POST, an INSERT, a charge) run again by a retry."""
+
+    location: Location
+    #: What it creates, for messages: ``HTTP POST``, ``SQL INSERT``, ``stripe.Charge.create``.
+    operation: str
+    #: The retry that repeats it: its description and line.
+    retry: str
+    #: An idempotency key (header, keyword, dedup id, condition, upsert) makes a repeat harmless.
+    keyed: Optional[bool] = False
+    #: What the call needs so that a repeat is harmless (``an `Idempotency-Key` header``).
+    advice: str = ""
+    header_lines: Tuple[int, ...] = ()
+    extent: Optional[Location] = None
+
+
 __all__ = [
     "UNKNOWN",
     "Num",
@@ -328,4 +365,6 @@ __all__ = [
     "RetryPolicy",
     "DeadLetterKind",
     "DeadLetterOperation",
+    "VisibilityWindow",
+    "RetriedCreate",
 ]

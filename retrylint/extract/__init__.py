@@ -11,11 +11,11 @@ extractor here; rules do not change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Collection, List, Optional
+from typing import Callable, Collection, List, Optional, Sequence
 
 from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
-from . import dead_letters, loops, recursion, waits
+from . import around, dead_letters, loops, recursion, waits
 from .context import ModuleContext
 from .libraries import LIBRARIES
 
@@ -46,7 +46,7 @@ DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = [
 
 def triggers() -> List[Trigger]:
     """What narrowing looks for: every extractor's sites, then what helps to read them."""
-    return [e.trigger for e in EXTRACTORS] + [e.trigger for e in DEAD_LETTER_EXTRACTORS] + [
+    return [e.trigger for e in EXTRACTORS] + [e.trigger for e in DEAD_LETTER_EXTRACTORS] + around.TRIGGERS + [
         dead_letters.CONTEXT,
         waits.SLEEPERS,
     ]
@@ -69,3 +69,8 @@ def extract_dead_letters(ctx: ModuleContext, active: Optional[Collection[Trigger
             operations.extend(extractor.extract(ctx))
     operations.sort(key=lambda o: (o.location.line, o.location.column))
     return operations
+
+
+def extract_around(ctx: ModuleContext, policies: Sequence[RetryPolicy], active: Optional[Collection[Trigger]] = None) -> List[object]:
+    """Facts around the retries (RTY5xx): see :mod:`retrylint.extract.around`."""
+    return around.extract(ctx, policies, active)

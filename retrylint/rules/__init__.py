@@ -19,6 +19,8 @@ from .rty303_retry_on_permanent_exception import RetryOnPermanentException
 from .rty401_dlq_auto_replay import DlqAutoReplay
 from .rty402_dead_letter_without_context import DeadLetterWithoutContext
 from .rty403_unthrottled_dlq_replay import UnthrottledDlqReplay
+from .rty502_handler_outlives_visibility_timeout import HandlerOutlivesVisibilityTimeout
+from .rty503_non_idempotent_retry import NonIdempotentRetry
 
 RULES: List[Type[Rule]] = [
     SyntaxErrorRule,
@@ -35,6 +37,8 @@ RULES: List[Type[Rule]] = [
     DlqAutoReplay,
     DeadLetterWithoutContext,
     UnthrottledDlqReplay,
+    HandlerOutlivesVisibilityTimeout,
+    NonIdempotentRetry,
 ]
 
 BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in RULES}

@@ -67,6 +67,11 @@ class Rule:
         """Judge a dead-letter-queue operation (DLQ rules override this)."""
         return ()
 
+    def check_around(self, site: object, settings: Settings) -> Iterable[Diagnostic]:
+        """Judge a fact around a retry (RTY5xx rules override this): a
+        :class:`~retrylint.model.VisibilityWindow` or a :class:`~retrylint.model.RetriedCreate`."""
+        return ()
+
     def fix(self, policy: RetryPolicy, fixer: "Fixer") -> "Optional[Fix]":
         """A fix for this rule's finding on ``policy``, when there is a safe or unsafe one."""
         return None

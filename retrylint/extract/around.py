@@ -1,0 +1,51 @@
+"""Facts around the retries, for the RTY5xx rules: what a retried operation creates
+(:mod:`.idempotency`, RTY503) and how long a consumer holds a message against the queue's
+visibility window (:mod:`.visibility`, RTY502)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Collection, List, Optional, Sequence
+
+from ..model import RetryPolicy
+from ..narrowing import Source, Trigger, Words
+from . import idempotency, visibility
+from .context import ModuleContext
+
+#: Words that set a visibility window.
+WINDOW_WORDS = ("visibility_timeout", "VisibilityTimeout", "ack_deadline_seconds", "lock_duration",
+                "VISIBILITY_TIMEOUT")
+#: What else RTY502 reads: celery's limits and acks, heartbeats.
+_CONTEXT_WORDS = ("time_limit", "TIME_LIMIT", "acks_late", "ACKS_LATE") + tuple(sorted(visibility.HEARTBEATS)) + (
+    "auto_lock_renewer", "max_lock_renewal_duration")
+_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return, ast.For, ast.AsyncFor, ast.While, ast.With,
+               ast.AsyncWith, ast.If, ast.Try)
+
+
+def _has(words):
+    def confirm(statement: ast.stmt, source: Source) -> bool:
+        return source.has(statement, *words)
+
+    return confirm
+
+
+#: A window set in code is a site (the consumer or the tasks it judges are read around it).
+WINDOWS = Trigger(text=Words(*WINDOW_WORDS), statements=_STATEMENTS, confirm=_has(WINDOW_WORDS))
+#: Limits, acks and heartbeats help to read a window: kept, never a reason to parse a file.
+WINDOW_CONTEXT = Trigger(text=Words(*WINDOW_WORDS), statements=_STATEMENTS, confirm=_has(_CONTEXT_WORDS),
+                         context=True)
+#: The receives whose consumers RTY502 reads.
+RECEIVES = Trigger(text=Words(*WINDOW_WORDS), calls=frozenset(visibility.RECEIVES), context=True)
+#: POSTs of a session mounted with a retrying adapter may be anywhere in the module.
+CREATES_CONTEXT = Trigger(text=Words("HTTPAdapter"), calls=frozenset({"post", "patch", "request", "mount"}),
+                          context=True)
+
+TRIGGERS: List[Trigger] = [WINDOWS, WINDOW_CONTEXT, RECEIVES, CREATES_CONTEXT]
+
+
+def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy], active: Optional[Collection[Trigger]] = None) -> List[object]:
+    out: List[object] = []
+    out.extend(idempotency.extract(ctx, policies))
+    if active is None or WINDOWS in active:
+        out.extend(visibility.extract(ctx, policies))
+    return out

@@ -1,0 +1,404 @@
+"""RTY502: a consumer that can hold a message longer than the queue hides it.
+
+A queue hides a received message for a window (SQS visibility timeout, celery's
+``visibility_timeout`` transport option for SQS and redis, a Pub/Sub ack deadline, a Service
+Bus lock); when the window ends before the consumer acks, the message is delivered again, to
+another consumer, while the first is still working on it. Both numbers must be in the module,
+or nothing is judged:
+
+* **celery** (``broker_transport_options={"visibility_timeout": N}`` in ``app.conf``,
+  ``conf.update(...)``, ``Celery(...)``, a config module or class, also the old upper-case and
+  Django ``CELERY_`` names). A task holds its message for its retry countdown (a retried task
+  waits its ``countdown``/``default_retry_delay``/backoff as an unacknowledged ETA message,
+  whatever ``acks_late`` says) and, with ``acks_late`` (``task_acks_late`` or the task's own
+  option), for its run time, bounded by ``time_limit`` (``task_time_limit``), or at least
+  ``soft_time_limit`` when that is the only limit. Without ``acks_late`` the message is acked
+  before the task runs, so a long task is not redelivered.
+* **SQS** (``receive_message(VisibilityTimeout=N)``; or one ``VisibilityTimeout`` given to
+  ``create_queue``/``set_queue_attributes`` in the module), **Pub/Sub** synchronous ``pull``
+  (one ``ack_deadline_seconds`` given to ``create_subscription`` in the module) and **Service
+  Bus** receivers (one ``lock_duration`` given to ``create_queue``/``create_subscription``):
+  the consumer holds the message for the worst-case total wait of the retries that run after
+  the receive in the same function (a hand-written retry there, or a call to a function of
+  the module that a retry library decorates), as :func:`retrylint.schedule.schedule` computes it.
+
+A heartbeat that extends the window anywhere in the module (``change_message_visibility``,
+``change_message_visibility_batch``, ``modify_ack_deadline``, ``renew_message_lock``,
+``AutoLockRenewer``, a receiver with ``auto_lock_renewer=``/``max_lock_renewal_duration``)
+keeps the rule silent, and so does Pub/Sub's streaming pull (``subscribe``), which extends
+leases by itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ..model import UNKNOWN, Num, RetryPolicy, VisibilityWindow, known
+from ..schedule import format_seconds, largest_reachable_delay, schedule
+from ..syntax import DEFERRED, call_args, dotted_name, last_name, walk
+from .brokers import RECEIVE, STREAM, Brokers
+from .context import ModuleContext
+from .libraries.common import decorated, resolve, seconds, value
+from .queue_names import QueueNames
+
+#: Calls that extend the window of a message being worked on.
+HEARTBEATS = frozenset({"change_message_visibility", "change_message_visibility_batch", "change_visibility",
+                        "modify_ack_deadline", "renew_message_lock", "AutoLockRenewer", "renew_lock"})
+#: Calls that receive the messages a consumer works on.
+RECEIVES = ("receive_message", "receive_messages", "pull", "get_queue_receiver", "get_subscription_receiver")
+_RENEWER_KEYWORDS = frozenset({"auto_lock_renewer", "max_lock_renewal_duration"})
+
+#: celery setting names (lower case, Django's ``CELERY_`` prefix dropped) → what they set.
+CELERY_SETTINGS = {
+    "broker_transport_options": "transport",
+    "task_time_limit": "time_limit",
+    "celeryd_task_time_limit": "time_limit",
+    "task_soft_time_limit": "soft_time_limit",
+    "celeryd_task_soft_time_limit": "soft_time_limit",
+    "task_acks_late": "acks_late",
+    "acks_late": "acks_late",  # CELERY_ACKS_LATE, once the prefix is dropped
+}
+
+
+def _setting(name: str) -> Optional[str]:
+    lowered = name.lower()
+    if lowered in CELERY_SETTINGS:
+        return CELERY_SETTINGS[lowered]
+    if lowered.startswith("celery_"):
+        return CELERY_SETTINGS.get(lowered[len("celery_"):])
+    return None
+
+
+def _number(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Num:
+    """Seconds from a number, a duration, a name bound once, or a numeric string (``"60"``)."""
+    if expr is None:
+        return None
+    resolved = resolve(expr, ctx)
+    if isinstance(resolved, cst.SimpleString):
+        text = resolved.evaluated_value
+        try:
+            return float(text)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return UNKNOWN
+    if isinstance(resolved, cst.Call) and last_name(resolved.func) in ("str", "int", "float"):
+        positional, _ = call_args(resolved)
+        return _number(positional[0], ctx) if positional else UNKNOWN
+    return value(expr, ctx, None)
+
+
+def _truth(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Optional[bool]:
+    resolved = resolve(expr, ctx) if expr is not None else None
+    if isinstance(resolved, cst.Name) and resolved.value in ("True", "False"):
+        return resolved.value == "True"
+    return None
+
+
+def _dict_items(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Optional[Dict[str, cst.BaseExpression]]:
+    resolved = resolve(expr, ctx) if expr is not None else None
+    if isinstance(resolved, cst.Dict):
+        out = {}
+        for element in resolved.elements:
+            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+                key = element.key.evaluated_value
+                if isinstance(key, str):
+                    out[key] = element.value
+        return out
+    if isinstance(resolved, cst.Call) and dotted_name(resolved.func) == "dict":
+        return dict(call_args(resolved)[1])
+    return None
+
+
+class _Settings:
+    """celery settings written in the module: each known value, and where it is set."""
+
+    def __init__(self) -> None:
+        self.values: Dict[str, List[Tuple[cst.BaseExpression, cst.CSTNode]]] = {}
+
+    def add(self, name: str, expr: cst.BaseExpression, node: cst.CSTNode) -> None:
+        kind = _setting(name)
+        if kind is not None:
+            self.values.setdefault(kind, []).append((expr, node))
+
+    def one(self, kind: str) -> Optional[Tuple[cst.BaseExpression, cst.CSTNode]]:
+        found = self.values.get(kind, [])
+        return found[0] if len(found) == 1 else None
+
+
+def _celery_settings(ctx: ModuleContext) -> _Settings:
+    settings = _Settings()
+    for node in walk(ctx.module, skip=()):
+        if isinstance(node, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if node.value is None:
+                continue
+            for target in targets:
+                if isinstance(target, cst.Name):
+                    settings.add(target.value, node.value, node)  # a config module or class
+                elif isinstance(target, cst.Attribute) and (dotted_name(target.value) or "").endswith("conf"):
+                    settings.add(target.attr.value, node.value, node)  # app.conf.task_acks_late = True
+                elif isinstance(target, cst.Subscript) and (dotted_name(target.value) or "").endswith("conf"):
+                    element = target.slice[0].slice if target.slice else None
+                    if isinstance(element, cst.Index) and isinstance(element.value, cst.SimpleString):
+                        key = element.value.evaluated_value
+                        if isinstance(key, str):
+                            settings.add(key, node.value, node)
+        elif isinstance(node, cst.Call):
+            func = node.func
+            name = last_name(func)
+            is_conf_update = name == "update" and isinstance(func, cst.Attribute) and (dotted_name(func.value) or "").endswith("conf")
+            is_app = name == "Celery" or bool(ctx.call_name(node) & {"celery.Celery", "celery.app.Celery"})
+            if not (is_conf_update or is_app):
+                continue
+            positional, keywords = call_args(node)
+            for key, expr in keywords.items():
+                settings.add(key, expr, node)
+            if is_conf_update and positional:
+                for key, expr in (_dict_items(positional[0], ctx) or {}).items():
+                    settings.add(key, expr, node)
+    return settings
+
+
+def _heartbeat(ctx: ModuleContext) -> bool:
+    for node in walk(ctx.module, skip=()):
+        if isinstance(node, cst.Call):
+            if last_name(node.func) in HEARTBEATS:
+                return True
+            if any(a.keyword is not None and a.keyword.value in _RENEWER_KEYWORDS for a in node.args):
+                return True
+    return False
+
+
+# ---------------------------------------------------------------- celery
+
+
+def _celery(ctx: ModuleContext, policies: Sequence[RetryPolicy], heartbeat: bool) -> List[VisibilityWindow]:
+    settings = _celery_settings(ctx)
+    transport = settings.one("transport")
+    if transport is None:
+        return []
+    options = _dict_items(transport[0], ctx)
+    if not options or "visibility_timeout" not in options:
+        return []
+    window = _number(options["visibility_timeout"], ctx)
+    if not known(window):
+        return []
+    window_line = ctx.location(transport[1]).line
+    window_text = f"transport's `visibility_timeout` of {format_seconds(window)} (line {window_line})"
+    acks_late_setting = settings.one("acks_late")
+    conf_acks_late = _truth(acks_late_setting[0], ctx) if acks_late_setting else False
+    conf_limit = _limit(settings, ctx)
+    out: List[VisibilityWindow] = []
+    if conf_acks_late and conf_limit is not None:
+        seconds_, text, node = conf_limit
+        out.append(_window(ctx, node, "celery", window, window_text, seconds_,
+                           f"with `task_acks_late` every task may run for {text} before its message is acked", heartbeat))
+    # Tasks: their own limits, and their retries' countdowns.
+    by_task: Dict[int, List[RetryPolicy]] = {}
+    for policy in policies:
+        if policy.source == "celery" and isinstance(policy.anchor, cst.Call):
+            task = decorated(policy.anchor, ctx) or ctx.enclosing_function(policy.anchor)
+            if task is not None:
+                by_task.setdefault(id(task), []).append(policy)
+    for decorator_call, task in _task_decorators(ctx):
+        _, keywords = call_args(decorator_call)
+        acks_late = _truth(keywords.get("acks_late"), ctx) if "acks_late" in keywords else conf_acks_late
+        holds: List[Tuple[float, str]] = []
+        own_limit = _task_limit(keywords, ctx)
+        if acks_late and own_limit is not None:
+            holds.append((own_limit[0], f"with `acks_late` it may run for {own_limit[1]} before its message is acked"))
+        for policy in by_task.get(id(task), []):
+            largest = largest_reachable_delay(policy)
+            if known(largest) and float(largest) > 0:  # type: ignore[arg-type]
+                holds.append((float(largest), f"its {policy.description} (line {policy.location.line}) waits up to "  # type: ignore[arg-type]
+                                              f"{format_seconds(largest)} as an unacknowledged ETA message"))
+        if not holds:
+            continue
+        longest = max(holds, key=lambda h: h[0])
+        out.append(_window(ctx, decorator_call, "celery", window, window_text, longest[0],
+                           f"task `{task.name.value}`: {longest[1]}", heartbeat))
+    return out
+
+
+def _limit(settings: _Settings, ctx: ModuleContext) -> Optional[Tuple[float, str, cst.CSTNode]]:
+    hard = settings.one("time_limit")
+    if hard is not None:
+        number_ = _number(hard[0], ctx)
+        if known(number_):
+            return float(number_), f"up to `task_time_limit` = {format_seconds(number_)}", hard[1]  # type: ignore[arg-type]
+        return None
+    soft = settings.one("soft_time_limit")
+    if soft is not None:
+        number_ = _number(soft[0], ctx)
+        if known(number_):
+            return float(number_), f"at least `task_soft_time_limit` = {format_seconds(number_)} (no hard limit)", soft[1]  # type: ignore[arg-type]
+    return None
+
+
+def _task_limit(keywords: Dict[str, cst.BaseExpression], ctx: ModuleContext) -> Optional[Tuple[float, str]]:
+    if "time_limit" in keywords:
+        number_ = _number(keywords["time_limit"], ctx)
+        return (float(number_), f"up to `time_limit` = {format_seconds(number_)}") if known(number_) else None  # type: ignore[arg-type]
+    if "soft_time_limit" in keywords:
+        number_ = _number(keywords["soft_time_limit"], ctx)
+        if known(number_):
+            return float(number_), f"at least `soft_time_limit` = {format_seconds(number_)} (no hard limit)"  # type: ignore[arg-type]
+    return None
+
+
+def _task_decorators(ctx: ModuleContext) -> List[Tuple[cst.Call, cst.FunctionDef]]:
+    """``@app.task(...)``/``@shared_task(...)`` calls and the functions they make tasks."""
+    out = []
+    for node in walk(ctx.module, skip=()):
+        if isinstance(node, cst.FunctionDef):
+            for decorator in node.decorators:
+                expr = decorator.decorator
+                if not isinstance(expr, cst.Call):
+                    continue
+                names = ctx.qualified_names(expr.func)
+                if names & {"celery.shared_task", "celery.task", "celery.app.shared_task"} or (
+                    last_name(expr.func) == "task" and isinstance(expr.func, cst.Attribute)
+                ):
+                    out.append((expr, node))
+    return out
+
+
+# ---------------------------------------------------------------- SQS, Pub/Sub, Service Bus
+
+
+def _queue_window(ctx: ModuleContext) -> Dict[str, Tuple[Num, cst.CSTNode, str]]:
+    """The one window each family's queues are created with in the module (several → unknown)."""
+    found: Dict[str, List[Tuple[Num, cst.CSTNode, str]]] = {}
+    for node in walk(ctx.module, skip=()):
+        if not isinstance(node, cst.Call):
+            continue
+        method = last_name(node.func)
+        _, keywords = call_args(node)
+        if method in ("create_queue", "set_queue_attributes") and "Attributes" in keywords:
+            attributes = _dict_items(keywords["Attributes"], ctx)
+            if attributes and "VisibilityTimeout" in attributes:
+                found.setdefault("sqs", []).append((_number(attributes["VisibilityTimeout"], ctx), node,
+                                                    "`VisibilityTimeout`"))
+        elif method in ("create_subscription", "update_subscription"):
+            request = _dict_items(keywords.get("request"), ctx) or {}
+            deadline = keywords.get("ack_deadline_seconds") or request.get("ack_deadline_seconds")
+            if deadline is not None:
+                found.setdefault("pubsub", []).append((_number(deadline, ctx), node, "`ack_deadline_seconds`"))
+        if method in ("create_queue", "create_subscription", "update_queue") and "lock_duration" in keywords:
+            found.setdefault("servicebus", []).append((_number(keywords["lock_duration"], ctx), node, "`lock_duration`"))
+    out = {}
+    for family, values in found.items():
+        numbers = {v[0] for v in values if known(v[0])}
+        if len(numbers) == 1 and all(known(v[0]) for v in values):
+            out[family] = values[0]
+    return out
+
+
+def _consumers(ctx: ModuleContext, policies: Sequence[RetryPolicy], heartbeat: bool) -> List[VisibilityWindow]:
+    brokers = Brokers(ctx, QueueNames(ctx))
+    windows = _queue_window(ctx)
+    retried_functions = _retried_functions(ctx, policies)
+    out: List[VisibilityWindow] = []
+    for node in walk(ctx.module, skip=()):
+        if not isinstance(node, cst.Call):
+            continue
+        method = last_name(node.func)
+        if method not in RECEIVES:
+            continue
+        _, keywords = call_args(node)
+        if method in ("get_queue_receiver", "get_subscription_receiver"):
+            receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+            traced = brokers.family_of(receiver) if receiver is not None else None
+            family = "servicebus" if traced == "servicebus" or (traced is None and "servicebus" in brokers.imported) else None
+        else:
+            recognised = brokers.recognise(node)
+            if recognised is None or recognised.role not in (RECEIVE, STREAM):
+                continue
+            family = recognised.broker
+        if family not in ("sqs", "pubsub", "servicebus"):
+            continue
+        window: Num = None
+        window_text = ""
+        if family == "sqs" and "VisibilityTimeout" in keywords:
+            window = _number(keywords["VisibilityTimeout"], ctx)
+            window_text = f"visibility timeout of {format_seconds(window)} (`VisibilityTimeout={ctx.code(keywords['VisibilityTimeout'])}`)"
+        elif family in windows:
+            window, where, label = windows[family]
+            window_text = f"queue's {label} of {format_seconds(window)} (line {ctx.location(where).line})"
+        if not known(window):
+            continue
+        function = ctx.enclosing_function(node)
+        if function is None:
+            continue
+        holds = _retry_wait_after(node, function, ctx, policies, retried_functions)
+        if holds is None:
+            continue
+        out.append(_window(ctx, node, family, window, window_text, holds[0], holds[1], heartbeat))
+    return out
+
+
+def _retried_functions(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> Dict[str, RetryPolicy]:
+    """Functions of the module a retry library decorates, by name."""
+    out: Dict[str, RetryPolicy] = {}
+    for policy in policies:
+        if policy.anchor is None or policy.source in ("loop", "recursion"):
+            continue
+        func = decorated(policy.anchor, ctx)
+        if func is not None:
+            out[func.name.value] = policy
+    return out
+
+
+def _retry_wait_after(receive: cst.Call, function: cst.FunctionDef, ctx: ModuleContext, policies: Sequence[RetryPolicy],
+                      retried: Dict[str, RetryPolicy]) -> Optional[Tuple[float, str]]:
+    """The longest worst-case total wait of the retries run after ``receive`` in ``function``."""
+    start = ctx.location(receive).end_line
+    where = ctx.location(function)
+    candidates: List[Tuple[float, str]] = []
+    for policy in policies:
+        if policy.source not in ("loop", "recursion") or policy.extent is None:
+            continue
+        if start < policy.extent.line and policy.extent.end_line <= where.end_line and policy.extent.line >= where.line:
+            candidates.append(_total(policy, f"the {policy.description} (line {policy.location.line})"))
+    for node in walk(function.body, skip=DEFERRED):
+        if not isinstance(node, cst.Call):
+            continue
+        name = last_name(node.func)
+        if name in retried and ctx.location(node).line > start:
+            receiver = dotted_name(node.func.value) if isinstance(node.func, cst.Attribute) else None
+            if receiver in (None, "self", "cls"):
+                policy = retried[name]
+                candidates.append(_total(policy, f"`{name}()` (line {ctx.location(node).line}), retried by its "
+                                                 f"{policy.description} (line {policy.location.line}),"))
+    candidates = [c for c in candidates if c[0] >= 0]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: c[0])
+
+
+def _total(policy: RetryPolicy, text: str) -> Tuple[float, str]:
+    total = schedule(policy).total_worst
+    if not known(total):
+        return -1.0, ""
+    return float(total), f"{text} can wait {format_seconds(total)} in all"  # type: ignore[arg-type]
+
+
+def _window(ctx: ModuleContext, node: cst.CSTNode, broker: str, window: Num, window_text: str, holds: float,
+            holds_text: str, heartbeat: bool) -> VisibilityWindow:
+    location = ctx.location(node)
+    statement = ctx.statement_of(node)
+    first = ctx.location(statement).line if statement is not None else location.line
+    return VisibilityWindow(location=location, broker=broker, window=window, window_text=window_text, holds=holds,
+                            holds_text=holds_text, heartbeat=heartbeat,
+                            header_lines=tuple(range(min(first, location.line), location.end_line + 1)) or (location.line,),
+                            extent=location)
+
+
+def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[VisibilityWindow]:
+    heartbeat = _heartbeat(ctx)
+    return _celery(ctx, policies, heartbeat) + _consumers(ctx, policies, heartbeat)
+
+
+__all__ = ["extract", "HEARTBEATS", "CELERY_SETTINGS"]
