@@ -98,7 +98,11 @@ def effects_by_key(calls: Sequence[CallRecord], key: Any = None) -> Dict[Any, Li
     return grouped
 
 
-def _show_key(value: Any) -> str:
+def _show_key(value: Any, key: Any = None) -> str:
+    if isinstance(key, str):
+        return f"{key}={value!r}"
+    if key is not None:
+        return repr(value)
     if isinstance(value, tuple) and len(value) == 3 and isinstance(value[2], bytes):  # a request key over HTTP
         method, path, body = value
         text = f"{method} {path}"
@@ -145,7 +149,7 @@ def assert_idempotent(run: Any, *, key: Any = None) -> Trace:
             attempts = [by_number[c.number] for c in applied]
             origin = trace.attempts[0].at
             shown = ", ".join(_describe_attempt(a, origin) for a in attempts[:-1]) + f" and {_describe_attempt(attempts[-1], origin)}"
-            problems.append(f"{_show_key(value)} was applied {len(applied)} times, by attempts {shown}")
+            problems.append(f"{_show_key(value, key)} was applied {len(applied)} times, by attempts {shown}")
         first = next(iter(twice.values()))
         problem = "a retry applied the same operation again: " + "; ".join(problems) + "\n" + _advice(first)
         raise _fail("idempotent", problem, [trace])

@@ -124,7 +124,7 @@ def test_the_business_key_can_be_a_body_field_or_a_function(fake_downstream):
         pay_httpx(client, 2)
     assert sorted(payments.effects(key="order_id")) == [1, 2]
     assert [len(v) for v in payments.effects(key="order_id").values()] == [1, 2]
-    with pytest.raises(RetryCheckFailed, match=r"2 was applied 2 times, by attempts #2 .* and #3"):
+    with pytest.raises(RetryCheckFailed, match=r"order_id=2 was applied 2 times, by attempts #2 .* and #3"):
         assert_idempotent(run, key="order_id")
     with pytest.raises(RetryCheckFailed, match=r"'order 2' was applied 2 times"):
         assert_idempotent(run, key=lambda call: f"order {call.json['order_id']}")
@@ -138,7 +138,7 @@ def test_requests_with_tenacity_over_http_pays_twice_after_a_502(fake_downstream
     with capture_trace(payments) as run:
         pay_requests(requests.Session(), payments.url, 42)
     assert payments.calls[0].transport == "http" and payments.calls[0].json == {"order_id": 42, "amount": 1000}
-    with pytest.raises(RetryCheckFailed, match=r"42 was applied 2 times, by attempts #1 \(\+0.000 s, applied, then 502\)"):
+    with pytest.raises(RetryCheckFailed, match=r"order_id=42 was applied 2 times, by attempts #1 \(\+0.000 s, applied, then 502\)"):
         assert_idempotent(run)  # key="order_id", the downstream's
 
 
@@ -219,7 +219,7 @@ def test_callable_with_a_business_key_and_an_idempotency_key(fake_downstream):
     orders = fake_downstream(**script)
     with capture_trace(orders) as run:
         create(orders, 42)
-    with pytest.raises(RetryCheckFailed, match=r"42 was applied 3 times"):
+    with pytest.raises(RetryCheckFailed, match=r"order_id=42 was applied 3 times"):
         assert_idempotent(run)
     orders = fake_downstream(**script)
     with capture_trace(orders) as run:
