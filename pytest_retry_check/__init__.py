@@ -74,6 +74,13 @@ _EXPORTS = {
     "Backoff": "backoffs",
     "Strategy": "backoffs",
     "policy_at": "backoffs",
+    "FakeQueue": "redelivery",
+    "FakeBroker": "redelivery",
+    "RedeliveryCheckFailed": "redelivery",
+    "replay_incident": "incident",
+    "Incident": "incident",
+    "IncidentReport": "incident",
+    "IncidentCheckFailed": "incident",
 }
 
 __all__ = sorted(_EXPORTS) + ["strategies"]
@@ -135,6 +142,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
         timeout_after_commit,
         transient,
     )
+    from .incident import Incident, IncidentCheckFailed, IncidentReport, replay_incident  # noqa: F401
+    from .redelivery import FakeBroker, FakeQueue, RedeliveryCheckFailed  # noqa: F401
     from .simulation import CapacityModel, ConflictModel, Network, SimulationResult, simulate  # noqa: F401
     from ._warnings import CapturedClockWarning, RealTimeWarning  # noqa: F401
     from .timeline import RealClockCaptured, RealSleepDetected, RetryGuardTripped, SleepRecord, Timeline  # noqa: F401

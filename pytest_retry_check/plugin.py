@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .dead_letters import DeadLetters
     from .dispersion import HerdCheck
     from .downstream import FakeDownstream
+    from .redelivery import FakeBroker
 
 FIXTURES = ("fake_clock", "fake_downstream", "dead_letters", "herd_check")
 _CALL_REPORT = pytest.StashKey[Any]()
@@ -252,6 +253,20 @@ def dead_letters() -> Generator["DeadLetters", None, None]:
         yield capture
     finally:
         capture.restore()
+
+
+@pytest.fixture
+def fake_queue(fake_clock: "FakeClock") -> Generator["FakeBroker", None, None]:
+    """Queues with SQS's redelivery semantics on the test's clock: ``q = fake_queue("orders",
+    visibility_timeout=30, max_receive_count=3)``; ``fake_queue.kombu_connection()`` and
+    ``fake_queue.sqs_client()`` reach the same queues."""
+    from .redelivery import FakeBroker
+
+    broker = FakeBroker(clock=fake_clock)
+    try:
+        yield broker
+    finally:
+        broker.close()
 
 
 @pytest.fixture
