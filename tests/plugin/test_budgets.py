@@ -8,7 +8,16 @@ import tenacity
 
 from pytest_retry_check import Backoff, CapacityModel, RetryCheckFailed, simulate
 from pytest_retry_check.budgets import RetryBudgetExhausted, TokenBucket, budget_check
-from pytest_retry_check.simulate import main
+
+
+def main(argv):
+    # Imported when called: importing the submodule pytest_retry_check.simulate at collection
+    # would make the package attribute `simulate` the module, not the function, for test modules
+    # collected after this one (`from pytest_retry_check import simulate`).
+    from pytest_retry_check.simulate import main as command
+
+    return command(argv)
+
 
 POLICY = dict(
     stop=tenacity.stop_after_attempt(6),
