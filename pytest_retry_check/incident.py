@@ -33,20 +33,21 @@ class _RecordingState(_CapacityState):
     """The capacity model's state, also noting the failures while the downstream was up (over
     its capacity: the retries knocked it over)."""
 
-    __slots__ = ("overloaded", "first_ok_after")
+    __slots__ = ("overloaded", "first_ok_after", "back")
 
     def __init__(self, capacity: int, window: float, outages: Tuple[Tuple[float, float], ...]) -> None:
         super().__init__(capacity, window, outages)
         self.overloaded: List[float] = []
         self.first_ok_after: Optional[float] = None
+        self.back = outages[-1][1]  # the incident has one outage, from 0
 
     def commit(self, at: float, read_at: float) -> bool:
         ok = _CapacityState.commit(self, at, read_at)
-        if ok:
-            if self.first_ok_after is None and at >= self.outages[-1][1]:
+        if at >= self.back:
+            if not ok:
+                self.overloaded.append(at)
+            elif self.first_ok_after is None:
                 self.first_ok_after = at
-        elif not any(start <= at < end for start, end in self.outages):
-            self.overloaded.append(at)
         return ok
 
 

@@ -89,6 +89,9 @@ class DeliveryRecord:
     #: "expired" (visibility ran out and it was delivered again or dead-lettered), or "" (open).
     ended: str = ""
     ended_at: Optional[float] = None
+    #: What happened to the message when this delivery's visibility ran out: "delivered again"
+    #: or "dead-lettered" ("" while it did not).
+    then: str = ""
 
     def held(self) -> Optional[float]:
         """How long the consumer held the message (receive to ack/nack)."""
@@ -320,9 +323,11 @@ class FakeQueue:
                     break
                 heapq.heappop(heap)
                 previous = message.delivery
+                moved = self.max_receive_count is not None and message.receive_count >= self.max_receive_count
                 if previous is not None and not previous.ended:
                     previous.ended, previous.ended_at = "expired", previous.visible_until
-                if self.max_receive_count is not None and message.receive_count >= self.max_receive_count:
+                    previous.then = "dead-lettered" if moved else "delivered again"
+                if moved:
                     self._dead_letter(message, now)
                     continue
                 got.append(self._deliver(message, now, timeout))
@@ -508,6 +513,8 @@ class FakeQueue:
             lines.append(f"- {len(redelivered)} of {messages} message(s) were delivered more than once")
         if late:
             lines.append(f"- {len(late)} delivery(ies) were acked after their visibility ran out: another consumer could have received the message meanwhile")
+        if self.dead_letters:
+            lines.append(f"- {len(self.dead_letters)} message(s) went to the dead-letter queue after maxReceiveCount={self.max_receive_count} receives")
         shown = list(redelivered.items())[:5] + [(r.message_id, [r]) for r in late[:5]]
         for mid, records in shown:
             lines.append(f"message {mid} ({len(records)} deliveries):" if len(records) > 1 else f"message {mid}:")
@@ -536,13 +543,13 @@ def describe_delivery(record: DeliveryRecord) -> str:
         text += f" ({record.heartbeats} heartbeat(s))"
     held = record.held()
     if record.ended == "expired":
-        text += ": its visibility ran out while it was held, and it was delivered again"
+        text += f": its visibility ran out while it was held, and it was {record.then or 'delivered again'}"
     elif record.ended == "acked":
         text += f": acked after {format_seconds(held or 0.0)}"
     elif record.ended == "acked-late":
         text += f": acked after {format_seconds(held or 0.0)}, {format_seconds(record.ended_at - record.visible_until)} after its visibility ran out"  # type: ignore[operator]
     elif record.ended == "stale-ack":
-        text += f": acked after {format_seconds(held or 0.0)}, but the message had been delivered again: that ack deleted nothing"
+        text += f": acked after {format_seconds(held or 0.0)}, but the message had been {'moved to the dead-letter queue' if record.then == 'dead-lettered' else 'delivered again'}: that ack deleted nothing"
     elif record.ended == "nacked":
         text += f": nacked after {format_seconds(held or 0.0)}"
     else:
