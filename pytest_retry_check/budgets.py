@@ -153,8 +153,6 @@ class TokenBucket:
 
         return guarded
 
-    __call__ = guard
-
     @property
     def label(self) -> str:
         return f"{self.max_tokens:g}/{self.token_ratio:g}"
@@ -219,7 +217,7 @@ class BudgetReport:
             f"all done after {_secs(self.completion)}; {self.succeeded:,.0f} succeeded, {self.gave_up:,.0f} gave up"
         )
         if self.throttled:
-            text += f" ({self.throttled:,.0f} retries refused by the budget)"
+            text += f" ({self.throttled:,.0f} failures the budget refused to retry)"
         return text
 
     def describe(self) -> str:

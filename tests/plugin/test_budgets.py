@@ -140,7 +140,7 @@ def test_the_same_policy_behind_a_token_bucket_passes():
     report = budget_check(fetch_within_budget, clients=300, budget=BUCKET)
     assert report.requests == 300 and report.retries == 4  # the bucket's 10 tokens allow four retries
     assert report.retry_ratio < 0.1 and report.throttled == 300
-    assert "(300 retries refused by the budget)" in report.summary()
+    assert "(300 failures the budget refused to retry)" in report.summary()
 
 
 def test_an_async_client_and_a_peak_limit():
