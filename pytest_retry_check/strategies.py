@@ -25,6 +25,7 @@ __all__ = [
 
 TRANSIENT_STATUSES = (500, 502, 503, 504, 408)
 PERMANENT_STATUSES = (400, 401, 403, 404, 409, 410, 422)
+AMBIGUOUS_STATUSES = (500, 502, 503, 504)
 
 
 def retry_after_values(*, max_seconds: int = 120) -> st.SearchStrategy[int]:
@@ -40,9 +41,11 @@ def outcomes(
     permanent: bool = False,
     drops: bool = False,
     max_retry_after: int = 120,
+    ambiguous: bool = False,
 ) -> st.SearchStrategy[Outcome]:
     """One failing outcome of the enabled kinds (429s with and without ``Retry-After``, as
-    seconds or as an HTTP-date)."""
+    seconds or as an HTTP-date). ``ambiguous``: failures after the request was applied
+    (``error_after_commit`` with a 5xx, ``reset_after_commit``), for ``assert_idempotent``."""
     choices = []
     if transient:
         choices.append(st.sampled_from(TRANSIENT_STATUSES).map(ds.transient))
@@ -53,8 +56,10 @@ def outcomes(
         choices.append(st.sampled_from(PERMANENT_STATUSES).map(ds.permanent))
     if drops:
         choices.append(st.just(ds.drop()))
+    if ambiguous:
+        choices.append(st.one_of(st.sampled_from(AMBIGUOUS_STATUSES).map(ds.error_after_commit), st.just(ds.reset_after_commit())))
     if not choices:
-        raise ValueError("outcomes() needs at least one of transient, rate_limited, permanent, drops enabled")
+        raise ValueError("outcomes() needs at least one of transient, rate_limited, permanent, drops, ambiguous enabled")
     return st.one_of(*choices)
 
 

@@ -6,6 +6,7 @@ import uuid
 
 import httpx
 import pytest
+from hypothesis import given, settings
 import requests
 import responses
 import respx
@@ -13,6 +14,7 @@ import tenacity
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from pytest_retry_check import strategies as rs
 from pytest_retry_check import (
     RetryCheckFailed,
     after_commit,
@@ -271,3 +273,21 @@ def test_after_commit_needs_a_failure():
         after_commit(404)
     assert error_after_commit().label == "applied, then 502"
     assert timeout_after_commit(30).label == "applied, then ok after 30.000 s"
+
+
+# -- any run of ambiguous failures (hypothesis) ----------------------------------------------------
+@settings(max_examples=30, deadline=None)
+@given(failures=rs.outcome_sequences(min_size=1, max_size=3, transient=False, rate_limited=False, ambiguous=True))  # pay_httpx makes 4 attempts
+def test_whatever_fails_after_the_commit_a_key_made_once_pays_once(fake_downstream, failures):
+    payments = fake_downstream(outcomes=failures)
+    client = httpx.Client(transport=payments.httpx_transport())
+    with capture_trace(payments) as run:
+        pay_httpx(client, 42, idempotency_key="order-42")
+    assert_idempotent(run)
+    assert len(payments.effects()) == 1 and payments.calls[-1].ok
+    plain = fake_downstream(outcomes=failures)
+    client = httpx.Client(transport=plain.httpx_transport())
+    with capture_trace(plain) as run:
+        pay_httpx(client, 42)
+    with pytest.raises(RetryCheckFailed, match=f"was applied {len(failures) + 1} times"):
+        assert_idempotent(run)
