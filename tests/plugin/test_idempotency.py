@@ -291,3 +291,11 @@ def test_whatever_fails_after_the_commit_a_key_made_once_pays_once(fake_downstre
         pay_httpx(client, 42)
     with pytest.raises(RetryCheckFailed, match=f"was applied {len(failures) + 1} times"):
         assert_idempotent(run)
+
+
+def test_a_timeout_after_commit_over_real_sockets_trips_the_guard_as_a_hang_does(fake_clock, fake_downstream):
+    payments = fake_downstream(outcomes=[timeout_after_commit()])
+    with fake_clock.expect_trip() as trip:
+        requests.post(f"{payments.url}/payments", json={"order_id": 42}, timeout=5)
+    assert "hangs (scripted hang()) over the real HTTP server" in str(trip.value) and "in-process routes" in str(trip.value)
+    assert payments.calls[0].applied  # the payment went through before the answer was lost
