@@ -12,8 +12,9 @@ scenario (replay_incident), each with a baseline measured in the same run.
    through ``replay_incident``; baseline: the same policy and capacity model through
    ``simulate`` (the contention engine alone, without the incident's report). And real code: a
    jittered consumer loop (5 attempts, full jitter from 1 s), 2,000 sync clients through
-   ``replay_incident`` (one thread each, scheduled in virtual time); baseline: the same clients
-   through ``simulate`` directly.
+   ``replay_incident`` (one thread each, scheduled in virtual time), and the same loop as
+   ``async def`` (tasks on the virtual event loop); baseline: the same clients through
+   ``simulate`` directly.
 
 Medians of ``--repeat`` runs (real seconds). The machine is shared: the load average is printed.
 """
@@ -126,6 +127,18 @@ def jittered_consumer(database: Any) -> Any:
             time.sleep(random.uniform(0, min(20.0, 2.0 ** (attempt - 1))))
 
 
+async def jittered_async_consumer(database: Any) -> Any:
+    import asyncio
+
+    for attempt in range(1, 6):
+        try:
+            return await database.acall()
+        except ConnectionError:
+            if attempt == 5:
+                raise
+            await asyncio.sleep(random.uniform(0, min(20.0, 2.0 ** (attempt - 1))))
+
+
 def incident_policy() -> None:
     report = replay_incident(INCIDENT_POLICY)
     assert report.peak >= 19_000
@@ -148,6 +161,17 @@ def engine_code() -> None:
     simulate(jittered_consumer, clients=incident.messages, model=plain, seed=0)
 
 
+def incident_async() -> None:
+    report = replay_incident(jittered_async_consumer)
+    assert report.peak < 5_000
+
+
+def engine_async() -> None:
+    incident = Incident()
+    plain = CapacityModel(incident.capacity, 1.0, ((0.0, incident.outage),), incident.network)
+    simulate(jittered_async_consumer, clients=incident.messages, model=plain, seed=0)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -159,6 +183,7 @@ def main() -> int:
         ("redelivery: FakeQueue, 10,000 messages (11,000 deliveries)", fake_queue_run, "baseline: collections.deque loop", deque_baseline, args.repeat),
         ("redelivery: kombu SimpleQueue on the fake queue, 10,000 messages", kombu_run, "baseline: collections.deque loop", deque_baseline, args.repeat),
         ("incident: policy, 2,000 messages (200,000 attempts)", incident_policy, "baseline: simulate() alone", engine_policy, args.repeat),
+        ("incident: real async code, 2,000 messages (~10,000 attempts)", incident_async, "baseline: simulate() alone", engine_async, args.repeat),
         ("incident: real sync code, 2,000 messages (~10,000 attempts)", incident_code, "baseline: simulate() alone", engine_code, args.code_repeat),
     ]
     results: Dict[str, Any] = {"load_average": load}

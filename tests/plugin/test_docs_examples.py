@@ -100,7 +100,7 @@ def _documented_outputs():
 
 
 def test_the_docs_show_real_outputs():
-    assert [name for name, _, _, _ in _documented_outputs()] == ["test_bounded.py", "test_orders.py", "test_payments.py", "test_herd.py", "test_budget.py"]
+    assert [name for name, _, _, _ in _documented_outputs()] == ["test_bounded.py", "test_orders.py", "test_payments.py", "test_herd.py", "test_budget.py", "test_consumer_visibility.py", "test_incident.py"]
 
 
 def _pattern(line):

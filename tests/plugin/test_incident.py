@@ -86,3 +86,19 @@ def test_the_scenario_is_checked():
     with pytest.raises(TypeError, match="either incident= or its fields"):
         replay_incident(incident=Incident(), messages=10)
     assert Incident(outage=30).model().outages == ((0.0, 30.0),)
+
+
+def test_async_consumer_code_runs_as_tasks_on_the_virtual_loop():
+    import asyncio
+
+    async def handle(database):
+        for attempt in range(1, 6):
+            try:
+                return await database.acall()
+            except ConnectionError:
+                if attempt == 5:
+                    raise
+                await asyncio.sleep(random.uniform(0, min(20.0, 2.0 ** (attempt - 1))))
+
+    report = replay_incident(handle, messages=300, capacity=300, outage=2.0, max_peak=1_000, recovers=True)
+    assert 300 <= report.peak < 1_000 and report.succeeded > 250
