@@ -424,7 +424,43 @@ def _judge(report: DispersionReport, forever: Optional[str]) -> Tuple[str, ...]:
             f"{spread_text}; limit {limits.min_spread:g}, and at most {narrow.spread_high:.3f} with {_CONFIDENCE} "
             "(the jitter is too small to matter)"
         )
+    collapsed = _collapse(report)
+    if collapsed:
+        problems.append(collapsed)
     return tuple(problems)
+
+
+#: The waits collapsed when (with CONFIDENCE_Z) more than this share of the clients that made a
+#: retry waited exactly the same, longest delay before it. Decorrelated jitter piles about 2/3 of
+#: its draws at its cap and must pass; jitter clamped away by the cap puts 100 % there.
+COLLAPSE_SHARE = 0.8
+
+
+def _collapse(report: DispersionReport) -> str:
+    """Jitter added before the cap (RTY504): from some retry on, every client waits exactly the
+    cap, after delays that were spread. Instants may still differ (earlier jitter), but nothing
+    disperses the clients any more."""
+    spread_before = False
+    longest = max((b - a for s in report.schedules for a, b in zip(s, s[1:])), default=0.0)
+    for stats in report.retries:
+        k = stats.retry
+        delays = collections.Counter(round((s[k] - s[k - 1]) * 1e6) for s in report.schedules if len(s) > k)
+        value, count = delays.most_common(1)[0]
+        if not stats.judged:
+            spread_before = spread_before or len(delays) > 1
+            continue
+        same = _share_low(count, stats.clients) > COLLAPSE_SHARE and value / 1e6 >= longest - 1e-6 and value / 1e6 > MIN_WINDOW
+        if same and spread_before:
+            later = [r.retry for r in report.retries if r.retry > k and r.judged]
+            span = f"retries #{k}-#{later[-1]}" if later else f"retry #{k}"
+            return (
+                f"{span}: {count} of {stats.clients} clients waited exactly {format_seconds(value / 1e6)} before retry #{k}: "
+                f"the waits collapsed to the cap from retry #{k} (the wait after attempt {k}) on; the jitter is added "
+                "before the cap and clamped away, so past the cap every client waits the same. Jitter under the cap "
+                "(full jitter `random.uniform(0, min(cap, base * 2 ** attempt))`) or add it after the cap"
+            )
+        spread_before = spread_before or len(delays) > 1
+    return ""
 
 
 _CONFIDENCE = "99.87 % confidence"  # one-sided, CONFIDENCE_Z = 3

@@ -21,8 +21,10 @@ NAMES: Dict[str, str] = {
     "RTY401": "dlq-auto-replay",
     "RTY402": "dead-letter-without-context",
     "RTY403": "unthrottled-dlq-replay",
+    "RTY501": "retry-amplification",
     "RTY502": "handler-outlives-visibility-timeout",
     "RTY503": "non-idempotent-retry",
+    "RTY504": "jitter-collapses-at-cap",
 }
 
 #: name → code

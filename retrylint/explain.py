@@ -123,7 +123,47 @@ def to_dict(policy: RetryPolicy, path: str) -> Dict[str, Any]:
         "largest_delay": num(laid.largest),
         "total_wait_worst": num(laid.total_worst),
         "total_wait_expected": num(laid.total_expected),
+        **_around(policy, num),
     }
+
+
+def _around(policy: RetryPolicy, num: Any) -> Dict[str, Any]:
+    """RTY501's retry layers and RTY504's collapse point, for JSON."""
+    from .rules.rty501_retry_amplification import amplification
+    from .rules.rty504_jitter_collapses_at_cap import collapse
+
+    found = amplification(policy)
+    collapsed = collapse(policy)
+    return {
+        "inner_retries": [
+            {"call": layer.call, "row": layer.location.line, "source": layer.policy.source,
+             "attempts": num(layer.policy.bound.attempts), "policy_row": layer.policy.location.line, "via": layer.via}
+            for layer in policy.inner
+        ],
+        "attempts_per_call": found[1] * found[2] if found else None,
+        "jitter_collapses_from_retry": collapsed.retry if collapsed else None,
+    }
+
+
+def around_lines(policy: RetryPolicy) -> List[str]:
+    """RTY501's retry layers with the multiplied attempts, RTY504's collapse, for text."""
+    from .rules.rty501_retry_amplification import FAILING_MESSAGES, amplification
+    from .rules.rty504_jitter_collapses_at_cap import collapse
+
+    lines = []
+    for layer in policy.inner:
+        lines.append(f"  inner retry: `{layer.call}` (line {layer.location.line}) retries on its own: "
+                     f"{layer.policy.description} (line {layer.policy.location.line}), {bound_phrase(layer.policy.bound)}")
+    found = amplification(policy)
+    if found is not None:
+        _, outer, inner = found
+        lines.append(f"  amplified:   {outer} × {inner} = {outer * inner} attempts per call; "
+                     f"{FAILING_MESSAGES:,} failing messages make {FAILING_MESSAGES * outer * inner:,} calls")
+    collapsed = collapse(policy)
+    if collapsed is not None:
+        lines.append(f"  jitter:      clamped away at the {format_seconds(collapsed.cap)} cap: from retry {collapsed.retry} on "
+                     f"every wait is exactly {format_seconds(collapsed.cap)}")
+    return lines
 
 
 def to_text(policy: RetryPolicy, path: str) -> str:
@@ -143,6 +183,7 @@ def to_text(policy: RetryPolicy, path: str) -> str:
     worst = format_seconds(laid.total_worst)
     expected = format_seconds(laid.total_expected)
     lines.append(f"  total wait:  worst {worst}, expected {expected}")
+    lines.extend(around_lines(policy))
     return "\n".join(lines) + "\n"
 
 

@@ -99,6 +99,10 @@ class Delay:
     #: The first retry starts at once and the schedule (``base`` …) applies from the
     #: second retry on: urllib3's ``Retry`` and httpcore's connection retries do this.
     first_immediate: bool = False
+    #: The cap clamps the *jittered* delay, ``min(cap, d + jitter)`` (stamina, tenacity
+    #: ``wait_exponential_jitter``), not ``d`` before the jitter: once ``d`` alone reaches the
+    #: cap, every client waits exactly the cap (RTY504).
+    jitter_then_cap: bool = False
 
     @property
     def grows_exponentially(self) -> bool:
@@ -257,6 +261,8 @@ class RetryPolicy:
     #: ``--fix``. Not part of the model's value.
     anchor: Any = field(default=None, compare=False, repr=False)
     delay_anchor: Any = field(default=None, compare=False, repr=False)
+    #: Calls inside the retried operation that retry on their own (RTY501), innermost last.
+    inner: Tuple["RetryLayer", ...] = ()
 
     @property
     def is_library(self) -> bool:
@@ -264,6 +270,21 @@ class RetryPolicy:
 
     def with_(self, **changes: object) -> "RetryPolicy":
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RetryLayer:
+    """A call inside a retried operation that carries a retry policy of its own: a session
+    mounted with a retrying adapter, a client built with retries, a function with a retry
+    decorator. Retrying around it multiplies the attempts (RTY501)."""
+
+    #: The call as the code writes its callee (``self.session.get``).
+    call: str
+    location: Location
+    #: The policy the call carries.
+    policy: RetryPolicy
+    #: How the call carries it, for messages: "mounted on `self.session` (line 12)".
+    via: str = ""
 
 
 class DeadLetterKind(str, enum.Enum):
@@ -363,6 +384,7 @@ __all__ = [
     "RetriedStatuses",
     "GiveUp",
     "RetryPolicy",
+    "RetryLayer",
     "DeadLetterKind",
     "DeadLetterOperation",
     "VisibilityWindow",

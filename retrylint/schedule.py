@@ -7,7 +7,7 @@ Shared by the rules (RTY204 needs the largest reachable delay), by
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from .model import UNKNOWN, Delay, DelayKind, JitterKind, Num, RetryPolicy, known
@@ -81,6 +81,10 @@ def delay_range(delay: Delay, k: int, previous: Optional[DelayRange] = None) -> 
     if delay.first_immediate and k == 1:
         return DelayRange(0.0, 0.0, 0.0)
     kind = jitter.kind
+    if delay.jitter_then_cap and known(delay.cap) and kind in (JitterKind.ADDITIVE, JitterKind.EQUAL, JitterKind.PROPORTIONAL):
+        # min(cap, d + jitter): the range of the uncapped jittered delay, clamped.
+        free = delay_range(replace(delay, cap=None, jitter_then_cap=False), k, previous)
+        return clamped(free, float(delay.cap))  # type: ignore[arg-type]
     if kind is JitterKind.NONE:
         return DelayRange(d, d, d)
     if kind is JitterKind.FULL:
@@ -94,6 +98,20 @@ def delay_range(delay: Delay, k: int, previous: Optional[DelayRange] = None) -> 
         p = float(jitter.amount)  # type: ignore[arg-type]
         return DelayRange(max(d * (1 - p), 0.0), d * (1 + p), d)
     return DelayRange(UNKNOWN, UNKNOWN, UNKNOWN)
+
+
+def clamped(r: DelayRange, cap: float) -> DelayRange:
+    """A uniform draw over ``r`` clamped to ``cap``: above it, every draw is exactly the cap."""
+    if not (known(r.low) and known(r.high)):
+        return DelayRange(UNKNOWN, UNKNOWN, UNKNOWN)
+    low, high = float(r.low), float(r.high)  # type: ignore[arg-type]
+    if high <= cap:
+        return r
+    if low >= cap:
+        return DelayRange(cap, cap, cap)
+    below = cap - low
+    expected = (below * (low + cap) / 2 + (high - cap) * cap) / (high - low)
+    return DelayRange(low, cap, expected)
 
 
 @dataclass(frozen=True)

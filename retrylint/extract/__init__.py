@@ -15,7 +15,7 @@ from typing import Callable, Collection, List, Optional, Sequence
 
 from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
-from . import around, dead_letters, loops, recursion, waits
+from . import around, dead_letters, layers, loops, recursion, waits
 from .context import ModuleContext
 from .libraries import LIBRARIES
 
@@ -49,6 +49,7 @@ def triggers() -> List[Trigger]:
     return [e.trigger for e in EXTRACTORS] + [e.trigger for e in DEAD_LETTER_EXTRACTORS] + around.TRIGGERS + [
         dead_letters.CONTEXT,
         waits.SLEEPERS,
+        layers.CONTEXT,
     ]
 
 
@@ -59,7 +60,7 @@ def extract_policies(ctx: ModuleContext, active: Optional[Collection[Trigger]] =
         if active is None or extractor.trigger in active:
             policies.extend(extractor.extract(ctx))
     policies.sort(key=lambda p: (p.location.line, p.location.column))
-    return policies
+    return layers.annotate(ctx, policies)  # retries around calls that retry themselves (RTY501)
 
 
 def extract_dead_letters(ctx: ModuleContext, active: Optional[Collection[Trigger]] = None) -> List[DeadLetterOperation]:

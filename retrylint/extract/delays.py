@@ -97,6 +97,8 @@ class Shape:
     low: Optional["Shape"] = None  # random: bounds of the range
     high: Optional["Shape"] = None
     decorrelated: bool = False
+    #: ``min(cap, d + jitter)``: the cap clamps the jittered delay (RTY504).
+    jitter_then_cap: bool = False
 
     @property
     def grows(self) -> bool:
@@ -196,7 +198,8 @@ def to_delay(shape: Shape) -> Delay:
         jitter = shape.jitter
         if shape.decorrelated:
             jitter = Jitter(JitterKind.DECORRELATED)
-        return Delay(DelayKind.EXPONENTIAL, base=shape.value, factor=shape.factor, cap=shape.cap, jitter=jitter)
+        return Delay(DelayKind.EXPONENTIAL, base=shape.value, factor=shape.factor, cap=shape.cap, jitter=jitter,
+                     jitter_then_cap=shape.jitter_then_cap)
     if shape.kind == "steps" and shape.steps:
         return Delay(DelayKind.STEPS, steps=shape.steps, base=shape.steps[0], jitter=shape.jitter)
     return Delay(DelayKind.UNKNOWN, jitter=shape.jitter)
@@ -871,7 +874,9 @@ def _min(args: Sequence[cst.BaseExpression], env: DelayEnv) -> Shape:
     inner = others[0]
     if known(inner.cap) and known(cap):
         cap = min(float(inner.cap), float(cap))  # type: ignore[arg-type]
-    return replace(inner, cap=cap)
+    # ``min(cap, d + uniform(0, 1))``: a bounded jitter drawn before the cap is clamped away by it.
+    clamps = inner.jitter.kind in (JitterKind.ADDITIVE, JitterKind.EQUAL, JitterKind.PROPORTIONAL)
+    return replace(inner, cap=cap, jitter_then_cap=inner.jitter_then_cap or clamps)
 
 
 def _random(kind: str, args: Sequence[cst.BaseExpression], env: DelayEnv) -> Shape:

@@ -19,8 +19,10 @@ from .rty303_retry_on_permanent_exception import RetryOnPermanentException
 from .rty401_dlq_auto_replay import DlqAutoReplay
 from .rty402_dead_letter_without_context import DeadLetterWithoutContext
 from .rty403_unthrottled_dlq_replay import UnthrottledDlqReplay
+from .rty501_retry_amplification import RetryAmplification
 from .rty502_handler_outlives_visibility_timeout import HandlerOutlivesVisibilityTimeout
 from .rty503_non_idempotent_retry import NonIdempotentRetry
+from .rty504_jitter_collapses_at_cap import JitterCollapsesAtCap
 
 RULES: List[Type[Rule]] = [
     SyntaxErrorRule,
@@ -37,8 +39,10 @@ RULES: List[Type[Rule]] = [
     DlqAutoReplay,
     DeadLetterWithoutContext,
     UnthrottledDlqReplay,
+    RetryAmplification,
     HandlerOutlivesVisibilityTimeout,
     NonIdempotentRetry,
+    JitterCollapsesAtCap,
 ]
 
 BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in RULES}

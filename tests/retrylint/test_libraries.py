@@ -55,7 +55,7 @@ CASES = {
             "for attempt in Retrying(stop=stop_never, wait=wait_exponential_jitter(max=30),\n"
             "                        retry=retry_if_exception_type(ConnectionError)):\n"
             "    with attempt:\n        pass\n",
-            {"RTY102"},
+            {"RTY102", "RTY504"},  # jitter added before max=30: from retry 6 on, every wait is 30 s
         ),
         (
             "import requests\nfrom tenacity import retry, stop_after_attempt, wait_random_exponential, retry_if_exception_type\n"
@@ -102,11 +102,12 @@ CASES = {
          "def f(): ...\n", set()),
     ],
     "stamina": [
-        ("import stamina\n@stamina.retry(on=ConnectionError)\ndef f(): ...\n", set()),
+        # stamina's defaults: every wait from retry 7 on is exactly wait_max (RTY504).
+        ("import stamina\n@stamina.retry(on=ConnectionError)\ndef f(): ...\n", {"RTY504"}),
         ("import stamina\n@stamina.retry(on=Exception, attempts=5)\ndef f(): ...\n", {"RTY301"}),
-        ("import stamina\n@stamina.retry(on=OSError, attempts=None, timeout=None)\ndef f(): ...\n", {"RTY102"}),
+        ("import stamina\n@stamina.retry(on=OSError, attempts=None, timeout=None)\ndef f(): ...\n", {"RTY102", "RTY504"}),
         ("import stamina\ndef f():\n    for attempt in stamina.retry_context(on=KeyError):\n        with attempt:\n            pass\n",
-         {"RTY303"}),
+         {"RTY303", "RTY504"}),
         ("import stamina\ncaller = stamina.RetryingCaller(attempts=5)\n", set()),
     ],
     "retrying": [

@@ -43,7 +43,9 @@ def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
     factor = value(args.get("wait_exp_base"), ctx, DEFAULTS["wait_exp_base"])
     amount = value(args.get("wait_jitter"), ctx, DEFAULTS["wait_jitter"])
     jitter = Jitter(JitterKind.ADDITIVE, amount) if not (known(amount) and float(amount) == 0) else Jitter()  # type: ignore[arg-type]
-    delay = Delay(DelayKind.EXPONENTIAL, base=base, factor=factor, cap=cap, jitter=jitter, text=ctx.code(call.func))
+    # _compute_backoff: min(wait_max, wait_initial * wait_exp_base ** (n - 1) + uniform(0, wait_jitter))
+    delay = Delay(DelayKind.EXPONENTIAL, base=base, factor=factor, cap=cap, jitter=jitter, text=ctx.code(call.func),
+                  jitter_then_cap=True)
     errors: List[RetriedError] = []
     on = args.get("on", 0) if not caller else None
     if on is not None:

@@ -244,12 +244,15 @@ def _wait(expr: cst.BaseExpression, ctx: ModuleContext) -> Delay:
         jitter = Jitter(JitterKind.FULL) if name != "wait_exponential" else Jitter()
         return Delay(DelayKind.EXPONENTIAL, base=multiplier, factor=exp_base, cap=cap, jitter=jitter, text=text)
     if name == "wait_exponential_jitter":
-        initial = value(args.get("initial", 0), ctx, DEFAULTS["wait_exponential_jitter.initial"])
+        # tenacity >= 9.1 names the base ``multiplier`` (``initial`` is its deprecated alias).
+        initial = value(args.get("initial", 0) or args.get("multiplier", 5), ctx, DEFAULTS["wait_exponential_jitter.initial"])
         cap = value(args.get("max", 1), ctx, None)
         exp_base = value(args.get("exp_base", 2), ctx, 2.0)
         amount = value(args.get("jitter", 3), ctx, DEFAULTS["wait_exponential_jitter.jitter"])
         jitter = Jitter(JitterKind.ADDITIVE, amount) if amount != 0 else Jitter()
-        return Delay(DelayKind.EXPONENTIAL, base=initial, factor=exp_base, cap=cap, jitter=jitter, text=text)
+        # max(min, min(multiplier * exp_base ** n + uniform(0, jitter), max)): jitter, then the cap.
+        return Delay(DelayKind.EXPONENTIAL, base=initial, factor=exp_base, cap=cap, jitter=jitter, text=text,
+                     jitter_then_cap=True)
     if name in ("wait_combine",):
         delays = [_wait(a, ctx) for a in args.positional]
         combined = delays[0] if delays else UNKNOWN_DELAY

@@ -1,0 +1,394 @@
+"""RTY501: a retry around an operation that retries on its own (the attempts multiply)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional, Tuple
+
+from ..model import RetryLayer, RetryPolicy, known
+from ..settings import Settings
+from .base import Diagnostic, Invalid, Rule, Valid
+
+#: The incident of RETRY_DOCTRINE.md: 2,000 messages failed together.
+FAILING_MESSAGES = 2000
+
+_TURN_OFF = {
+    "urllib3": "`Retry(0)` on the adapter",
+    "requests": "`max_retries=0` on the adapter",
+    "botocore": '`Config(retries={"total_max_attempts": 1})`',
+    "redis": "`retry=Retry(NoBackoff(), 0)`",
+    "google-api-core": "`retry=None`",
+}
+
+
+def attempts_of(policy: RetryPolicy) -> Optional[int]:
+    """The most calls a policy makes per operation, when it is a known number."""
+    attempts = policy.bound.attempts
+    if known(attempts) and float(attempts) >= 2:  # type: ignore[arg-type]
+        return int(attempts)  # type: ignore[arg-type]
+    return None
+
+
+def amplification(policy: RetryPolicy) -> Optional[Tuple[RetryLayer, int, int]]:
+    """The inner layer that multiplies ``policy``'s attempts most: (layer, outer, inner attempts)."""
+    outer = attempts_of(policy)
+    if outer is None:
+        return None
+    best = None
+    for layer in policy.inner:
+        inner = attempts_of(layer.policy)
+        if inner is not None and (best is None or inner > best[2]):
+            best = (layer, outer, inner)
+    return best
+
+
+def product_text(policy: RetryPolicy) -> str:
+    """``3 × 4 = 12 attempts per call`` for ``explain`` ("" when there is no known product)."""
+    found = amplification(policy)
+    if found is None:
+        return ""
+    layer, outer, inner = found
+    return (f"{outer} × {inner} = {outer * inner} attempts per call "
+            f"(`{layer.call}`, line {layer.location.line}, retries on its own: {layer.policy.description}, {layer.via})")
+
+
+class RetryAmplification(Rule):
+    """
+    ## What it does
+    Finds a retry whose operation retries on its own: a tenacity, backoff or stamina
+    policy, or a hand-written retry loop, around
+
+    - a call on a `requests.Session` mounted with `HTTPAdapter(max_retries=Retry(...))`
+      (or an integer), or on a `urllib3.PoolManager(retries=Retry(...))`;
+    - a call on a boto3/botocore client built with `config=Config(retries={...})`;
+    - a call on a redis client built with `retry=Retry(...)`, or a call given
+      `retry=` a google-api-core `Retry(...)`;
+    - a call to a function of the same module (or a method of the same class) that has
+      its own retry decorator.
+
+    Both layers must be known: the object is followed through a name bound once, a
+    `self.` attribute that the class only ever sets to such an object, or a module-level
+    name, and both attempt limits must be numbers. The outer retry must catch what the
+    inner one raises when it gives up (a tenacity decorator without `reraise=True` raises
+    `RetryError`, not the original exception).
+
+    ## Why is this bad?
+    The attempts multiply: 3 outer attempts around a session that tries 4 times make
+    3 × 4 = 12 calls for one failing request, and the waits add up the same way. When a
+    dependency goes down, 2,000 failing messages then send 24,000 calls to it instead of
+    6,000 — the amplification hits exactly when the downstream can least take it, and the
+    worst-case latency of one call is the product of both schedules.
+
+    ## Example
+    ```python
+    session = requests.Session()
+    session.mount("https://", HTTPAdapter(max_retries=Retry(total=3, backoff_factor=0.5)))
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+    def fetch(url):
+        return session.get(url, timeout=5).json()
+    ```
+
+    ## Use instead
+    Retry at one layer: keep the adapter's retries (they honour `Retry-After`) and drop
+    the outer one, or keep the outer policy and turn the inner one off.
+    ```python
+    session.mount("https://", HTTPAdapter(max_retries=Retry(total=3, backoff_factor=0.5, backoff_jitter=1)))
+
+    def fetch(url):
+        return session.get(url, timeout=5).json()
+    ```
+    """
+
+    code = "RTY501"
+    name = "retry-amplification"
+    summary = "A retry around an operation that retries on its own"
+
+    VALID = [
+        Valid(
+            """
+            import requests, tenacity
+
+            session = requests.Session()
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+            def fetch(url):
+                return session.get(url, timeout=5)
+            """,
+            "the session has no retrying adapter mounted: one layer",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+            from urllib3.util.retry import Retry
+
+            session = requests.Session()
+            session.mount("https://", HTTPAdapter(max_retries=Retry(total=3, backoff_factor=0.5)))
+
+            def fetch(url):
+                return session.get(url, timeout=5)
+            """,
+            "only the adapter retries",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+            from urllib3.util.retry import Retry
+
+            session = requests.Session()
+            session.mount("https://", HTTPAdapter(max_retries=Retry(0)))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+            def fetch(url):
+                return session.get(url, timeout=5)
+            """,
+            "`Retry(0)` turns the adapter's retries off",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+            from urllib3.util.retry import Retry
+
+            def make_retry(total):
+                return Retry(total=total, backoff_factor=0.5)
+
+            session = requests.Session()
+            session.mount("https://", HTTPAdapter(max_retries=make_retry(3)))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+            def fetch(url):
+                return session.get(url, timeout=5)
+            """,
+            "the adapter's retries come from a helper: not known",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+            from urllib3.util.retry import Retry
+
+            session = requests.Session()
+            session.mount("https://", HTTPAdapter(max_retries=Retry(total=3)))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(ValueError))
+            def fetch(url):
+                return session.get(url, timeout=5).json()
+            """,
+            "the outer retry only retries ValueError, which the session's give-up never raises",
+        ),
+        Valid(
+            """
+            import tenacity, backoff
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(ConnectionError))
+            def fetch(url):
+                return download(url)
+
+            @backoff.on_exception(backoff.expo, ConnectionError, max_tries=4)
+            def sync(url):
+                return fetch(url)
+            """,
+            "tenacity raises RetryError when it gives up (no `reraise=True`): `sync` never retries it",
+        ),
+        Valid(
+            """
+            import boto3, tenacity
+            from botocore.config import Config
+
+            s3 = boto3.client("s3", config=Config(retries={"total_max_attempts": 1}))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(5), retry=tenacity.retry_if_exception_type(Exception))
+            def upload(body):
+                s3.put_object(Bucket="b", Key="k", Body=body)
+            """,
+            "the client makes one attempt: one layer",
+        ),
+        Valid(
+            """
+            import boto3, tenacity
+            from botocore.config import Config
+
+            s3 = boto3.client("s3", config=Config(retries={"max_attempts": 4, "mode": "standard"}))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(5), retry=tenacity.retry_if_exception_type(Exception))
+            def presign(key):
+                return s3.generate_presigned_url("get_object", Params={"Bucket": "b", "Key": key})
+            """,
+            "`generate_presigned_url` makes no request",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+
+            class Client:
+                def __init__(self, session):
+                    self.session = session
+                    self.session.mount("https://", HTTPAdapter(max_retries=3))
+
+                @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(Exception))
+                def get(self, url):
+                    return self.session.get(url)
+            """,
+            "the session is handed in: what it is is not known",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+
+            session = requests.Session()
+            session.mount("https://", HTTPAdapter(max_retries=3))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(Exception))
+            def fetch(url):
+                def later():
+                    return session.get(url)
+                return later
+            """,
+            "the call is in a nested function that the retried operation does not run",
+        ),
+        Valid(
+            """
+            import redis, tenacity
+            from redis.retry import Retry
+            from redis.backoff import NoBackoff
+
+            r = redis.Redis(retry=Retry(NoBackoff(), 0))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(4), retry=tenacity.retry_if_exception_type(redis.ConnectionError))
+            def read(key):
+                return r.get(key)
+            """,
+            "a redis `Retry` with 0 retries does not retry",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+            from urllib3.util.retry import Retry
+
+            session = requests.Session()
+            session.mount("https://", HTTPAdapter(max_retries=Retry(total=3, backoff_factor=0.5)))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+            def fetch(url):
+                return session.get(url, timeout=5).json()
+            """,
+            line=9,
+            message="3 × 4 = 12 attempts per call; 2,000 failing messages make 24,000 calls",
+        ),
+        Invalid(
+            """
+            import time
+            import requests
+            from requests.adapters import HTTPAdapter
+
+            class Client:
+                def __init__(self):
+                    self.http = requests.Session()
+                    self.http.mount("https://", HTTPAdapter(max_retries=5))
+
+                def fetch(self, url):
+                    for attempt in range(4):
+                        try:
+                            return self.http.get(url, timeout=5)
+                        except requests.ConnectionError:
+                            time.sleep(2 ** attempt)
+                    raise RuntimeError(url)
+            """,
+            line=12,
+            message="4 × 6 = 24 attempts per call",
+        ),
+        Invalid(
+            """
+            import boto3, backoff
+            from botocore.config import Config
+            from botocore.exceptions import ClientError
+
+            CONFIG = Config(retries={"max_attempts": 10, "mode": "standard"})
+            sqs = boto3.client("sqs", config=CONFIG)
+
+            @backoff.on_exception(backoff.expo, ClientError, max_tries=5)
+            def send(url, body):
+                sqs.send_message(QueueUrl=url, MessageBody=body)
+            """,
+            line=9,
+            message="5 × 10 = 50 attempts per call; 2,000 failing messages make 100,000 calls",
+        ),
+        Invalid(
+            """
+            import redis, stamina
+            from redis.retry import Retry
+            from redis.backoff import ExponentialWithJitterBackoff
+
+            cache = redis.Redis(host="cache", retry=Retry(ExponentialWithJitterBackoff(cap=1, base=0.01), 3))
+
+            @stamina.retry(on=redis.ConnectionError, attempts=5)
+            def read(key):
+                return cache.get(key)
+            """,
+            line=8,
+            message="5 × 4 = 20 attempts per call",
+        ),
+        Invalid(
+            """
+            import backoff, tenacity
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), reraise=True,
+                            retry=tenacity.retry_if_exception_type(ConnectionError))
+            def fetch(url):
+                return download(url)
+
+            @backoff.on_exception(backoff.expo, ConnectionError, max_tries=4)
+            def sync(url):
+                return fetch(url)
+            """,
+            line=9,
+            message="4 × 3 = 12 attempts per call",
+        ),
+        Invalid(
+            """
+            import tenacity
+            import urllib3
+
+            http = urllib3.PoolManager(retries=urllib3.Retry(total=2, backoff_factor=1))
+
+            def download(url):
+                for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(6), wait=tenacity.wait_random_exponential(max=20)):
+                    with attempt:
+                        return http.request("GET", url).data
+            """,
+            line=8,
+            message="6 × 3 = 18 attempts per call",
+        ),
+    ]
+
+    def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
+        found = amplification(policy)
+        if found is None:
+            return
+        layer, outer, inner = found
+        total = outer * inner
+        inner_policy = layer.policy
+        turn_off = _TURN_OFF.get(inner_policy.source, "")
+        if turn_off:
+            advice = f"retry at one layer: drop this retry, or turn the inner one off with {turn_off}"
+        else:
+            advice = f"retry at one layer: drop this retry, or the one on `{layer.call}`"
+        more = len([lay for lay in policy.inner if attempts_of(lay.policy)]) - 1
+        also = f" ({more} more call{'s' if more > 1 else ''} in it retr{'y' if more > 1 else 'ies'} on its own too)" if more > 0 else ""
+        yield self.at(
+            policy,
+            f"{policy.description} makes up to {outer} attempts around `{layer.call}` (line {layer.location.line}), "
+            f"which retries on its own ({inner_policy.description}, line {inner_policy.location.line}: up to {inner} attempts; "
+            f"{layer.via}): {outer} × {inner} = {total} attempts per call; {FAILING_MESSAGES:,} failing messages make "
+            f"{FAILING_MESSAGES * total:,} calls{also}; {advice}",
+        )
+
+
+__all__ = ["RetryAmplification", "amplification", "product_text"]

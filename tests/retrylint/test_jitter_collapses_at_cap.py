@@ -1,0 +1,156 @@
+"""RTY504 jitter-collapses-at-cap against the real stamina and tenacity: the retry the rule names
+is the first one whose real waits are all exactly the cap."""
+
+from __future__ import annotations
+
+import inspect
+import random
+import textwrap
+import time
+
+import pytest
+import stamina
+import tenacity
+
+from retrylint.engine import check_source, settings_with
+from retrylint.explain import to_text
+from retrylint.extract.libraries import stamina as stamina_extractor
+from retrylint.rules.rty504_jitter_collapses_at_cap import collapse
+
+
+def _check(source: str):
+    report = check_source(textwrap.dedent(source), "c.py", settings_with(("RTY504",)), want_policies=True)
+    assert report.error is None, report.error
+    return report.findings, report.policies
+
+
+def _recorded_waits(monkeypatch, fn, failures: int):
+    """Run ``fn`` (a retrying callable) against an operation that always fails; the real waits."""
+    waits = []
+    monkeypatch.setattr(time, "sleep", waits.append)  # tenacity's nap calls time.sleep at call time
+    with pytest.raises(Exception):
+        fn()
+    return waits
+
+
+def test_stamina_defaults_are_what_the_extractor_assumes():
+    signature = inspect.signature(stamina.retry)
+    for name in ("attempts", "timeout", "wait_initial", "wait_max", "wait_jitter", "wait_exp_base"):
+        assert float(signature.parameters[name].default) == stamina_extractor.DEFAULTS[name]
+
+
+def test_stamina_defaults_collapse_from_retry_7_as_the_real_waits_do(monkeypatch):
+    findings, policies = _check(
+        """
+        import stamina
+
+        @stamina.retry(on=ConnectionError)
+        def fetch():
+            raise ConnectionError
+        """
+    )
+    assert [f.location.line for f in findings] == [4]
+    assert "from retry 7 on (the wait after attempt 7) every client waits exactly 5 s" in findings[0].message
+    assert "3 of its 9 waits have no spread left" in findings[0].message
+    assert collapse(policies[0]).retry == 7
+
+    @stamina.retry(on=ConnectionError)
+    def fetch():
+        raise ConnectionError
+
+    for _ in range(20):
+        waits = _recorded_waits(monkeypatch, fetch, 10)
+        assert len(waits) == 9
+        assert waits[6:] == [5.0, 5.0, 5.0]  # retries 7-9: exactly the cap, for every client
+        assert all(w < 5.0 for w in waits[:6])
+    # explain lays out the same schedule.
+    text = to_text(policies[0], "c.py")
+    assert "schedule:    0.1–1.1, 0.2–1.2, 0.4–1.4, 0.8–1.8, 1.6–2.6, 3.2–4.2, 5, 5, 5 s = 27.3 s" in text
+    assert "jitter:      clamped away at the 5 s cap: from retry 7 on every wait is exactly 5 s" in text
+
+
+def test_stamina_stopping_before_the_cap_is_silent(monkeypatch):
+    findings, _ = _check(
+        """
+        import stamina
+
+        @stamina.retry(on=ConnectionError, attempts=7)
+        def fetch(): ...
+        """
+    )
+    assert findings == []
+
+    @stamina.retry(on=ConnectionError, attempts=7)
+    def fetch():
+        raise ConnectionError
+
+    for _ in range(20):
+        assert all(w < 5.0 for w in _recorded_waits(monkeypatch, fetch, 7))  # never reaches the cap
+
+
+def test_tenacity_wait_exponential_jitter_collapses_where_the_rule_says(monkeypatch):
+    findings, policies = _check(
+        """
+        import tenacity
+
+        @tenacity.retry(stop=tenacity.stop_after_attempt(8), wait=tenacity.wait_exponential_jitter(multiplier=1, max=10, jitter=2))
+        def fetch(): ...
+        """
+    )
+    assert len(findings) == 1 and "from retry 5 on (the wait after attempt 5) every client waits exactly 10 s" in findings[0].message
+    retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(8), wait=tenacity.wait_exponential_jitter(multiplier=1, max=10, jitter=2))
+
+    def fail():
+        raise ConnectionError
+
+    for _ in range(20):
+        waits = _recorded_waits(monkeypatch, lambda: retrying(fail), 8)
+        assert len(waits) == 7
+        assert waits[4:] == [10.0, 10.0, 10.0]
+        assert waits[3] < 10.0
+
+
+def test_tenacity_wait_exponential_plus_wait_random_keeps_its_jitter(monkeypatch):
+    findings, _ = _check(
+        """
+        import tenacity
+
+        @tenacity.retry(stop=tenacity.stop_after_attempt(8), wait=tenacity.wait_exponential(max=10) + tenacity.wait_random(0, 2))
+        def fetch(): ...
+        """
+    )
+    assert findings == []
+    retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(8), wait=tenacity.wait_exponential(max=10) + tenacity.wait_random(0, 2))
+
+    def fail():
+        raise ConnectionError
+
+    lasts = {_recorded_waits(monkeypatch, lambda: retrying(fail), 8)[-1] for _ in range(10)}
+    assert len(lasts) == 10 and all(10 <= w <= 12 for w in lasts)
+
+
+@pytest.mark.parametrize(
+    "expression, fires",
+    [
+        ("min(30, 0.5 * 2 ** attempt + random.uniform(0, 1))", True),
+        ("random.uniform(0, min(30, 0.5 * 2 ** attempt))", False),
+        ("min(30, 0.5 * 2 ** attempt) + random.uniform(0, 1)", False),
+    ],
+)
+def test_hand_written_delays(expression, fires):
+    findings, _ = _check(
+        f"""
+        import random, time
+        def fetch(call):
+            for attempt in range(10):
+                try:
+                    return call()
+                except ConnectionError:
+                    time.sleep({expression})
+        """
+    )
+    assert bool(findings) is fires
+    if fires:
+        assert "from retry 7 on" in findings[0].message and "exactly 30 s" in findings[0].message
+        # 0.5 * 2 ** 6 = 32 > 30: the 7th delay (attempt = 6) is clamped whatever the draw.
+        assert all(min(30, 0.5 * 2 ** 6 + random.uniform(0, 1)) == 30 for _ in range(100))

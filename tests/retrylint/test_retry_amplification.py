@@ -1,0 +1,328 @@
+"""RTY501 retry-amplification against the real libraries: the product the rule reports is the
+number of calls the downstream really receives when both layers give up.
+
+Each case is one module of source: retrylint checks it, then the test runs the same source
+against a local server (or a failing redis connection) and counts the calls.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import socket
+import textwrap
+import threading
+from typing import Iterator, List
+
+import pytest
+
+from retrylint.engine import check_source, settings_with
+from retrylint.explain import to_dict, to_text
+from retrylint.extract.layers import Layers, carried_policy
+
+pytest.importorskip("requests")
+pytest.importorskip("botocore")
+
+
+class _Failing(http.server.BaseHTTPRequestHandler):
+    status = 503
+    calls: List[str] = []
+
+    def _answer(self) -> None:
+        type(self).calls.append(self.command)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.send_response(self.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_PUT = _answer
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+
+@pytest.fixture
+def failing_server() -> Iterator[tuple]:
+    class Handler(_Failing):
+        calls: List[str] = []
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", Handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _rty501(source: str):
+    report = check_source(source, "amp.py", settings_with(("RTY501",)), want_policies=True)
+    assert report.error is None, report.error
+    return [f for f in report.findings if f.code == "RTY501"], report
+
+
+def _run(source: str, **names):
+    namespace: dict = dict(names)
+    exec(compile(source, "amp.py", "exec"), namespace)  # noqa: S102 - the test's own source
+    return namespace
+
+
+def _product(message: str) -> int:
+    match = re.search(r"(\d+) × (\d+) = (\d+) attempts per call", message)
+    assert match, message
+    outer, inner, total = map(int, match.groups())
+    assert outer * inner == total
+    return total
+
+
+REQUESTS_TENACITY = textwrap.dedent(
+    """
+    import requests
+    import tenacity
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    session = requests.Session()
+    session.mount("http://", HTTPAdapter(max_retries=Retry(total=3, status_forcelist=[503], backoff_factor=0)))
+
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException),
+                    reraise=True)
+    def fetch(url):
+        return session.get(url, timeout=5)
+    """
+)
+
+
+def test_tenacity_around_a_retrying_requests_session_makes_the_product_of_calls(failing_server):
+    url, handler = failing_server
+    findings, _ = _rty501(REQUESTS_TENACITY)
+    assert len(findings) == 1 and findings[0].location.line == 11
+    message = findings[0].message
+    assert "3 × 4 = 12 attempts per call; 2,000 failing messages make 24,000 calls" in message
+    assert "`session.get` (line 14)" in message and "urllib3 `Retry(...)`, line 8" in message
+    namespace = _run(REQUESTS_TENACITY)
+    import requests
+
+    with pytest.raises(requests.RequestException):
+        namespace["fetch"](url)
+    assert len(handler.calls) == _product(message) == 12
+
+
+def test_without_the_adapters_retries_the_rule_is_silent_and_calls_are_not_multiplied(failing_server):
+    url, handler = failing_server
+    source = REQUESTS_TENACITY.replace("Retry(total=3, status_forcelist=[503], backoff_factor=0)", "Retry(0)")
+    source = source.replace("session.get(url, timeout=5)", "session.get(url, timeout=5).raise_for_status()")
+    findings, _ = _rty501(source)
+    assert findings == []
+    namespace = _run(source)
+    import requests
+
+    with pytest.raises(requests.RequestException):
+        namespace["fetch"](url)
+    assert len(handler.calls) == 3
+
+
+BOTOCORE_BACKOFF = textwrap.dedent(
+    """
+    import backoff
+    import botocore.session
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    CONFIG = Config(retries={"total_max_attempts": 3, "mode": "standard"})
+
+
+    class Store:
+        def __init__(self, url):
+            self.s3 = botocore.session.get_session().create_client(
+                "s3", region_name="us-east-1", endpoint_url=url, config=CONFIG,
+                aws_access_key_id="x", aws_secret_access_key="y")
+
+        @backoff.on_exception(backoff.constant, ClientError, max_tries=2, interval=0, jitter=None)
+        def get(self, key):
+            return self.s3.get_object(Bucket="b", Key=key)
+    """
+)
+
+
+def test_backoff_around_a_botocore_client_with_retries(failing_server, monkeypatch):
+    url, handler = failing_server
+    handler.status = 500
+    findings, _ = _rty501(BOTOCORE_BACKOFF)
+    assert [f.location.line for f in findings] == [16]
+    message = findings[0].message
+    assert "2 × 3 = 6 attempts per call; 2,000 failing messages make 12,000 calls" in message
+    assert "`self.s3` is a client built with `config=Config(retries=...)`" in message
+    import botocore.endpoint
+    from botocore.exceptions import ClientError
+
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda seconds: None)  # botocore's own backoff
+    store = _run(BOTOCORE_BACKOFF)["Store"](url)
+    with pytest.raises(ClientError):
+        store.get("k")
+    assert len(handler.calls) == _product(message) == 6
+
+
+REDIS_STAMINA = textwrap.dedent(
+    """
+    import redis
+    import stamina
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+
+    def make(port):
+        return redis.Redis(host="127.0.0.1", port=port, retry=Retry(NoBackoff(), 3))
+
+
+    cache = redis.Redis(host="127.0.0.1", port=PORT, retry=Retry(NoBackoff(), 3))
+
+
+    @stamina.retry(on=redis.ConnectionError, attempts=3, wait_initial=0, wait_max=0, wait_jitter=0)
+    def read(key):
+        return cache.get(key)
+    """
+)
+
+
+def test_stamina_around_a_redis_client_with_its_own_retry(monkeypatch):
+    redis = pytest.importorskip("redis")
+    import redis.connection
+
+    findings, _ = _rty501(REDIS_STAMINA)
+    assert [f.location.line for f in findings] == [15]
+    message = findings[0].message
+    assert "3 × 4 = 12 attempts per call" in message
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    connects = []
+    real_connect = redis.connection.Connection._connect
+
+    def counting(self):
+        connects.append(1)
+        return real_connect(self)
+
+    monkeypatch.setattr(redis.connection.Connection, "_connect", counting)
+    read = _run(REDIS_STAMINA, PORT=port)["read"]
+    with pytest.raises(redis.ConnectionError):
+        read("k")
+    assert len(connects) == _product(message) == 12
+
+
+SAME_MODULE = textwrap.dedent(
+    """
+    import backoff
+    import tenacity
+
+    CALLS = []
+
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(ConnectionError),
+                    reraise=RERAISE)
+    def fetch(url):
+        CALLS.append(url)
+        raise ConnectionError(url)
+
+
+    @backoff.on_exception(backoff.constant, ConnectionError, max_tries=4, interval=0, jitter=None)
+    def sync(url):
+        return fetch(url)
+    """
+)
+
+
+@pytest.mark.parametrize("reraise, calls, fires", [("True", 12, True), ("False", 3, False)])
+def test_a_retry_around_a_decorated_function_of_the_same_module(reraise, calls, fires):
+    source = SAME_MODULE.replace("RERAISE", reraise)
+    findings, _ = _rty501(source)
+    assert bool(findings) is fires
+    namespace = _run(source)
+    import tenacity
+
+    with pytest.raises((ConnectionError, tenacity.RetryError)):
+        namespace["sync"]("u")
+    # tenacity without reraise=True gives up with RetryError, which backoff does not retry.
+    assert len(namespace["CALLS"]) == calls
+    if fires:
+        assert _product(findings[0].message) == calls
+        assert "`fetch` has its own retry decorator (line 8)" in findings[0].message
+
+
+@pytest.mark.parametrize("source", [REQUESTS_TENACITY, BOTOCORE_BACKOFF, REDIS_STAMINA, SAME_MODULE.replace("RERAISE", "True")],
+                         ids=["requests", "botocore", "redis", "same-module"])
+def test_narrowing_keeps_what_the_layers_need(source):
+    """Narrowing blanks definitions without sites; the ones that build clients must stay."""
+    settings = settings_with(("RTY501",))
+    narrowed = check_source(source, "amp.py", settings).findings
+    whole = check_source(source, "amp.py", settings, narrowing=False).findings
+    assert narrowed == whole and len(whole) == 1
+
+
+def test_explain_shows_the_product():
+    _, report = _rty501(REQUESTS_TENACITY)
+    outer = [p for p in report.policies if p.source == "tenacity"][0]
+    text = to_text(outer, "amp.py")
+    assert "  inner retry: `session.get` (line 14) retries on its own: urllib3 `Retry(...)` (line 8), at most 4 attempts\n" in text
+    assert "  amplified:   3 × 4 = 12 attempts per call; 2,000 failing messages make 24,000 calls\n" in text
+    data = json.loads(json.dumps(to_dict(outer, "amp.py")))
+    assert data["attempts_per_call"] == 12
+    assert data["inner_retries"][0]["call"] == "session.get" and data["inner_retries"][0]["attempts"] == 4.0
+
+
+def test_the_callee_question_can_be_answered_by_a_whole_program_view():
+    """A callee defined in another module: ``ctx.program.retry_policy_of(name)`` answers it."""
+    import libcst as cst
+
+    from retrylint.extract import extract_policies
+    from retrylint.extract.context import ModuleContext
+    from retrylint.settings import Settings
+
+    other = check_source(
+        "import tenacity\n@tenacity.retry(stop=tenacity.stop_after_attempt(5), reraise=True)\ndef fetch(url): ...\n",
+        "client.py", settings_with(()), want_policies=True,
+    ).policies[0]
+    source = textwrap.dedent(
+        """
+        import backoff
+        from myapp.client import fetch
+
+        @backoff.on_exception(backoff.expo, Exception, max_tries=3)
+        def sync(url):
+            return fetch(url)
+        """
+    )
+
+    ctx = ModuleContext(cst.parse_module(source), "sync.py", Settings())
+
+    class Program:
+        """The module's own program view, plus the answer a whole-program index would give."""
+
+        def __init__(self, own):
+            self.own = own
+
+        def __getattr__(self, name):
+            return getattr(self.own, name)
+
+        def retry_policy_of(self, qualified_name):
+            return other if qualified_name == "myapp.client.fetch" else None
+
+    ctx.program = Program(getattr(ctx, "program", None))
+    policies = extract_policies(ctx)
+    (outer,) = [p for p in policies if p.source == "backoff"]
+    assert [layer.call for layer in outer.inner] == ["fetch"]
+    call = next(n for n in _calls(ctx.module) if isinstance(n.func, cst.Name) and n.func.value == "fetch")
+    assert carried_policy(call, Layers(ctx, policies)).policy is other
+
+
+def _calls(module):
+    import libcst as cst
+
+    from retrylint.syntax import walk
+
+    return [n for n in walk(module, skip=()) if isinstance(n, cst.Call)]
