@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .downstream import FakeDownstream
     from .redelivery import FakeBroker
 
-FIXTURES = ("fake_clock", "fake_downstream", "dead_letters", "herd_check")
+FIXTURES = ("fake_clock", "fake_downstream", "dead_letters", "herd_check", "fake_queue")
 _CALL_REPORT = pytest.StashKey[Any]()
 
 _INI = {
@@ -340,6 +340,8 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
             values["fake_downstream"].close()
         if "dead_letters" in values:
             values["dead_letters"].clear()
+        if "fake_queue" in values:
+            values["fake_queue"].reset()
         if "fake_clock" in values:
             values["fake_clock"].reset()
 

@@ -557,6 +557,19 @@ def describe_delivery(record: DeliveryRecord) -> str:
     return text
 
 
+def _setting(queue: FakeQueue, key: str) -> Any:
+    value = getattr(queue, key, None)
+    return value.name if isinstance(value, FakeQueue) else value
+
+
+def _setting_value(value: Any) -> Any:
+    if isinstance(value, FakeQueue):
+        return value.name
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value) if value else value
+    return value
+
+
 # -- many queues, concurrent workers, real client libraries -------------------------------------
 class FakeBroker:
     """The queues of one test, by name. What the ``fake_queue`` fixture gives:
@@ -573,8 +586,9 @@ class FakeBroker:
         __tracebackhide__ = True
         queue = self.queues.get(name)
         if queue is not None:
-            if options:
-                raise QueueError(f"queue {name!r} exists already; set its options when it is first made")
+            differ = {key: value for key, value in options.items() if _setting(queue, key) != _setting_value(value)}
+            if differ:  # as SQS's CreateQueue: the same attributes return the queue, others fail
+                raise QueueError(f"queue {name!r} exists already with other settings ({', '.join(f'{k}={_setting(queue, k)!r}' for k in differ)})")
             return queue
         options.setdefault("visibility_timeout", self.visibility_timeout)
         dlq = options.get("dead_letter_queue")
@@ -698,6 +712,11 @@ class FakeBroker:
 
         self._undo.append(attach(self, client))
         return client
+
+    def reset(self) -> None:
+        """Forget every queue (a fresh start, as for each hypothesis example); attached SQS
+        clients stay attached."""
+        self.queues.clear()
 
     def close(self) -> None:
         while self._undo:

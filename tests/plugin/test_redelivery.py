@@ -8,6 +8,8 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_retry_check import FakeBroker, FakeClock, FakeQueue, RedeliveryCheckFailed
 from pytest_retry_check import clock as clock_module
@@ -339,3 +341,56 @@ def test_attach_sqs_answers_a_client_the_code_made(fake_queue):
     broker.close()
     with pytest.raises(TypeError, match="needs an SQS client"):
         FakeBroker().attach_sqs(botocore.session.Session().create_client("s3", region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s"))
+
+
+def test_a_kombu_consumer_draining_events_gets_the_redelivery_in_virtual_time(fake_queue, fake_clock):
+    from kombu import Consumer, Exchange, Producer, Queue
+
+    jobs = Queue("jobs", Exchange("jobs", type="direct"), routing_key="jobs")
+    seen = []
+
+    def on_message(body, message):
+        seen.append((fake_clock.now(), body, message.delivery_info["receive_count"]))
+        if len(seen) == 2:
+            message.ack()  # the first delivery is never acked (the worker died)
+
+    with fake_queue.kombu_connection(visibility_timeout=30) as connection:
+        with connection.channel() as channel:
+            Producer(channel).publish({"n": 1}, exchange=jobs.exchange, routing_key="jobs", declare=[jobs])
+        started = real_monotonic()
+        with Consumer(connection, [jobs], callbacks=[on_message]):
+            connection.drain_events(timeout=40)
+            connection.drain_events(timeout=40)  # kombu polls with time.sleep: virtual
+            with pytest.raises(TimeoutError):
+                connection.drain_events(timeout=40)
+        assert real_monotonic() - started < 5.0
+    assert seen == [(0.0, {"n": 1}, 1), (30.0, {"n": 1}, 2)]
+    assert fake_queue.get("jobs").idle()
+
+
+@settings(max_examples=20, deadline=None)
+@given(handler_seconds=st.integers(min_value=1, max_value=120), beat=st.booleans())
+def test_under_hypothesis_each_example_gets_fresh_queues(fake_queue, handler_seconds, beat):
+    # A property: with a heartbeat every 10 s, no handler time leads to a second delivery.
+    orders = fake_queue("orders", visibility_timeout=30)
+    assert orders.idle() and not orders.deliveries  # nothing left from the previous example
+    orders.send("x")
+    delivery = orders.receive_one()
+    for _ in range(handler_seconds // 10):
+        time.sleep(10)
+        if beat:
+            delivery.heartbeat()
+    time.sleep(handler_seconds % 10)
+    assert orders.receive_one() is None or not beat
+    delivery.ack()
+    if beat:
+        orders.assert_delivered_once()
+
+
+def test_the_same_name_gives_the_same_queue_unless_the_settings_differ(fake_queue):
+    # As SQS's CreateQueue: the same attributes return the queue, other attributes are refused.
+    orders = fake_queue("orders", visibility_timeout=30, max_receive_count=3)
+    assert fake_queue("orders") is orders and fake_queue("orders", visibility_timeout=30) is orders
+    assert fake_queue("orders", dead_letter_queue="orders-dlq") is orders
+    with pytest.raises(QueueError, match=r"exists already with other settings \(visibility_timeout=30.0\)"):
+        fake_queue("orders", visibility_timeout=60)
