@@ -394,3 +394,33 @@ def test_the_same_name_gives_the_same_queue_unless_the_settings_differ(fake_queu
     assert fake_queue("orders", dead_letter_queue="orders-dlq") is orders
     with pytest.raises(QueueError, match=r"exists already with other settings \(visibility_timeout=30.0\)"):
         fake_queue("orders", visibility_timeout=60)
+
+
+def test_a_boto3_consumer_extends_the_visibility_or_is_reported(fake_queue, fake_clock):
+    # Code as written against AWS: boto3's resource API, a 45 s job on a 30 s visibility timeout,
+    # extending the visibility between steps; without the heartbeat its late delete is reported.
+    boto3 = pytest.importorskip("boto3")
+    sqs = boto3.resource("sqs", region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s")
+    fake_queue.attach_sqs(sqs.meta.client)
+    queue = sqs.create_queue(QueueName="jobs", Attributes={"VisibilityTimeout": "30"})
+
+    def consume(heartbeat):
+        done = []
+        end = fake_clock.now() + 120
+        while fake_clock.now() < end:
+            for message in queue.receive_messages(WaitTimeSeconds=20, MaxNumberOfMessages=1):
+                for _ in range(3):  # three 15 s steps
+                    time.sleep(15)
+                    if heartbeat:
+                        message.change_visibility(VisibilityTimeout=30)
+                done.append(message.body)
+                message.delete()
+        return done
+
+    queue.send_message(MessageBody="job-1")
+    assert consume(heartbeat=True) == ["job-1"]
+    fake_queue.get("jobs").assert_delivered_once()
+    queue.send_message(MessageBody="job-2")
+    assert consume(heartbeat=False) == ["job-2"]  # deleted, but 15 s after anyone could have taken it
+    with pytest.raises(RedeliveryCheckFailed, match="acked after 45.000 s, 15.000 s after its visibility ran out"):
+        fake_queue.get("jobs").assert_delivered_once()
