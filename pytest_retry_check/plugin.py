@@ -256,7 +256,7 @@ def dead_letters() -> Generator["DeadLetters", None, None]:
 
 
 @pytest.fixture
-def fake_queue(fake_clock: "FakeClock") -> Generator["FakeBroker", None, None]:
+def fake_queue(fake_clock: "FakeClock", request: pytest.FixtureRequest) -> Generator["FakeBroker", None, None]:
     """Queues with SQS's redelivery semantics on the test's clock: ``q = fake_queue("orders",
     visibility_timeout=30, max_receive_count=3)``; ``fake_queue.kombu_connection()`` and
     ``fake_queue.sqs_client()`` reach the same queues."""
@@ -266,6 +266,10 @@ def fake_queue(fake_clock: "FakeClock") -> Generator["FakeBroker", None, None]:
     try:
         yield broker
     finally:
+        if _reporting(request.config):
+            for queue in broker.queues.values():
+                if queue.sent or queue.deliveries:
+                    request.node.user_properties.append(("retry_check", queue.report_line()))
         broker.close()
 
 

@@ -532,6 +532,19 @@ class FakeQueue:
         )
         return "\n".join(lines)
 
+    def report_line(self) -> str:
+        """``orders: 1 message(s) sent, 3 deliveries, 1 redelivered, 1 dead-lettered, 0 left``
+        (the ``--retry-check-report`` line)."""
+        text = f"queue {self.name}: {self.sent} message(s) sent, {len(self.deliveries)} deliveries"
+        redelivered, late = len(self.redelivered()), len(self.late())
+        if redelivered:
+            text += f", {redelivered} redelivered"
+        if late:
+            text += f", {late} acked after the visibility ran out"
+        if self.dead_letters:
+            text += f", {len(self.dead_letters)} dead-lettered"
+        return text + f", {len(self)} left"
+
     def __repr__(self) -> str:
         return f"<FakeQueue {self.name!r}: {len(self)} message(s), {len(self.deliveries)} deliveries, {len(self.dead_letters)} dead-lettered>"
 

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from pytest_retry_check import FakeBroker, FakeClock, FakeQueue, RedeliveryCheckFailed
 from pytest_retry_check import clock as clock_module
+
+pytest_plugins = ["pytester"]
 from pytest_retry_check.redelivery import MessageNotInflight, QueueError, ReceiptHandleIsInvalid
 
 
@@ -424,3 +426,31 @@ def test_a_boto3_consumer_extends_the_visibility_or_is_reported(fake_queue, fake
     assert consume(heartbeat=False) == ["job-2"]  # deleted, but 15 s after anyone could have taken it
     with pytest.raises(RedeliveryCheckFailed, match="acked after 45.000 s, 15.000 s after its visibility ran out"):
         fake_queue.get("jobs").assert_delivered_once()
+
+
+def test_the_report_line_counts_deliveries_redeliveries_and_dead_letters(fake_queue):
+    orders = fake_queue("orders", visibility_timeout=30, max_receive_count=1)
+    orders.send("a")
+    orders.send("b")
+    orders.receive_one().ack()
+    orders.receive_one()  # never acked
+    time.sleep(30)
+    assert orders.receive_one() is None  # "b" moves to the DLQ
+    assert orders.report_line() == "queue orders: 2 message(s) sent, 2 deliveries, 1 dead-lettered, 0 left"
+
+
+def test_retry_check_report_has_a_line_per_fake_queue(pytester):
+    pytester.makepyfile(
+        """
+        import time
+
+        def test_q(fake_queue):
+            q = fake_queue("orders", visibility_timeout=30)
+            q.send(1)
+            d = q.receive_one()
+            time.sleep(45)
+            d.ack()
+        """
+    )
+    result = pytester.runpytest_inprocess("--retry-check-report", "-p", "no:xdist", "-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.stdout.fnmatch_lines(["*test_q  queue orders: 1 message(s) sent, 1 deliveries, 1 acked after the visibility ran out, 0 left*"])
