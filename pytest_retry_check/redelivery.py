@@ -639,8 +639,9 @@ class FakeBroker:
         herd simulation's scheduler): a worker's ``time.sleep`` and its queues' long polls hand
         over to whichever worker is due next, so competing consumers interleave as they would
         for real. Workers still running ``until`` virtual seconds from now are stopped.
-        Returns the ``ClientResult`` of each worker (``outcome``: "returned", "raised",
-        "unfinished"); virtual time ends where the last worker stopped."""
+        Returns the ``ClientResult`` of each worker (``outcome``: "returned" or "unfinished");
+        a worker's exception is raised once all have stopped. Virtual time ends where the last
+        worker stopped."""
         __tracebackhide__ = True
         from .population import ThreadScheduler, current_client
 
@@ -675,12 +676,16 @@ class FakeBroker:
             queue._worker = lambda: labels[current_client()] if scheduler.is_client_thread() else ""
         clock.sleep = scheduled_sleep  # type: ignore[method-assign]
         try:
-            return scheduler.run(lambda _: workers[current_client()](), len(workers), None)
+            results = scheduler.run(lambda _: workers[current_client()](), len(workers), None)
         finally:
             del clock.sleep
             for queue in self.queues.values():
                 queue._wait = None
                 queue._worker = lambda: ""
+        for result in results:  # a worker that raised is a failure of the test, not a silent stop
+            if result.error is not None:
+                raise result.error
+        return results
 
     def run_workers(self, queue: Union[str, FakeQueue], handler: Callable[[Delivery], Any], *, workers: int = 2, poll_interval: float = 1.0, wait_time: float = 0.0, until: float = 3600.0) -> List[Any]:
         """Competing consumers of ``queue``: each worker receives a message, calls

@@ -454,3 +454,12 @@ def test_retry_check_report_has_a_line_per_fake_queue(pytester):
     )
     result = pytester.runpytest_inprocess("--retry-check-report", "-p", "no:xdist", "-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function")
     result.stdout.fnmatch_lines(["*test_q  queue orders: 1 message(s) sent, 1 deliveries, 1 acked after the visibility ran out, 0 left*"])
+
+
+def test_a_worker_that_raises_fails_the_run(fake_queue):
+    def broken():
+        time.sleep(1)
+        raise KeyError("order")
+
+    with pytest.raises(KeyError, match="order"):
+        fake_queue.run_concurrently(broken, lambda: time.sleep(5))
