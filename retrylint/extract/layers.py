@@ -386,6 +386,57 @@ def _calls(region: cst.CSTNode) -> Iterator[Tuple[cst.Call, cst.CSTNode]]:
             yield node, node
 
 
+#: Known exception classes and their bases (names as retrylint qualifies them, normalised by
+#: :func:`_normal`): enough to see that two clauses can catch the same failure.
+_BASES = {
+    "requests.ConnectTimeout": ("requests.ConnectionError", "requests.Timeout"),
+    "requests.ReadTimeout": ("requests.Timeout",),
+    "requests.ProxyError": ("requests.ConnectionError",),
+    "requests.SSLError": ("requests.ConnectionError",),
+    "requests.ConnectionError": ("requests.RequestException",),
+    "requests.Timeout": ("requests.RequestException",),
+    "requests.HTTPError": ("requests.RequestException",),
+    "requests.RetryError": ("requests.RequestException",),
+    "requests.ChunkedEncodingError": ("requests.RequestException",),
+    "requests.RequestException": ("OSError",),
+    "ConnectionError": ("OSError",),
+    "TimeoutError": ("OSError",),
+    "ConnectionResetError": ("ConnectionError",),
+    "ConnectionRefusedError": ("ConnectionError",),
+    "ConnectionAbortedError": ("ConnectionError",),
+    "BrokenPipeError": ("ConnectionError",),
+}
+_ALIASES = {"IOError": "OSError", "EnvironmentError": "OSError", "socket.error": "OSError", "socket.timeout": "TimeoutError"}
+
+
+def _normal(name: str) -> str:
+    if name.startswith("requests.exceptions."):
+        name = "requests." + name[len("requests.exceptions."):]
+    return _ALIASES.get(name, name)
+
+
+def _lineage(name: str) -> FrozenSet[str]:
+    """The class and its known bases."""
+    seen = {name}
+    stack = [name]
+    while stack:
+        for base in _BASES.get(stack.pop(), ()):
+            if base not in seen:
+                seen.add(base)
+                stack.append(base)
+    return frozenset(seen)
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Whether clauses naming ``a`` and ``b`` can catch the same failure: one is a base of the
+    other, or a known class derives from both (``requests.ConnectTimeout`` is a
+    ``ConnectionError`` and a ``Timeout``)."""
+    a, b = _normal(a), _normal(b)
+    if a == b or a in _lineage(b) or b in _lineage(a):
+        return True
+    return any(a in _lineage(child) and b in _lineage(child) for child in _BASES)
+
+
 def retries_failures_of(outer: RetryPolicy, carried: Carried) -> bool:
     """Whether ``outer`` retries what the inner layer raises once it gives up."""
     raises = carried.raises or tuple(n for c in carried.policy.errors for n in c.names)
@@ -397,8 +448,9 @@ def retries_failures_of(outer: RetryPolicy, carried: Carried) -> bool:
         if clause.kind is CatchKind.NAMED and anything:
             return True
         if clause.kind is CatchKind.NAMED and raises:
-            if any(n == r or n.startswith(r) for n in clause.names for r in raises if r.endswith(".")) or \
-                    set(clause.names) & set(raises):
+            if any(n.startswith(r) for n in clause.names for r in raises if r.endswith(".")):
+                return True
+            if any(overlaps(n, r) for n in clause.names for r in raises if not r.endswith(".")):
                 return True
     return False
 

@@ -326,3 +326,65 @@ def _calls(module):
     from retrylint.syntax import walk
 
     return [n for n in walk(module, skip=()) if isinstance(n, cst.Call)]
+
+
+def test_known_exception_bases_match_the_installed_requests():
+    """The overlap table used to match an outer clause with what the inner layer raises."""
+    import builtins
+
+    import requests.exceptions
+
+    from retrylint.extract.layers import _BASES, overlaps
+
+    def real(name):
+        if name.startswith("requests."):
+            return getattr(requests.exceptions, name.split(".", 1)[1])
+        return getattr(builtins, name)
+
+    for child, bases in _BASES.items():
+        for base in bases:
+            assert issubclass(real(child), real(base)), (child, base)
+    # A connect timeout is both: a Timeout retry around a ConnectionError retry amplifies it.
+    assert overlaps("requests.exceptions.Timeout", "requests.exceptions.ConnectionError")
+    assert overlaps("IOError", "requests.exceptions.HTTPError")
+    assert not overlaps("requests.exceptions.HTTPError", "requests.exceptions.Timeout")
+    assert not overlaps("ValueError", "requests.exceptions.Timeout")
+
+
+TIMEOUT_AROUND_CONNECTION_ERROR = textwrap.dedent(
+    """
+    import backoff
+    import requests
+    from requests.exceptions import ConnectionError, Timeout
+
+    session = requests.Session()
+
+
+    @backoff.on_exception(backoff.expo, ConnectionError, max_tries=7, factor=0, jitter=None)
+    def check(url):
+        return session.get(url, timeout=0.001)
+
+
+    @backoff.on_exception(backoff.expo, Timeout, max_tries=5, factor=0, jitter=None)
+    def enter(url):
+        return check(url)
+    """
+)
+
+
+def test_a_timeout_retry_around_a_connection_error_retry_multiplies_connect_timeouts(monkeypatch):
+    findings, _ = _rty501(TIMEOUT_AROUND_CONNECTION_ERROR)
+    assert [f.location.line for f in findings] == [14]
+    assert "5 × 7 = 35 attempts per call" in findings[0].message
+    import requests
+
+    calls = []
+
+    def connect_timeout(self, request, **kwargs):
+        calls.append(request.url)
+        raise requests.exceptions.ConnectTimeout("connect timed out")
+
+    monkeypatch.setattr(requests.adapters.HTTPAdapter, "send", connect_timeout)
+    with pytest.raises(requests.exceptions.ConnectTimeout):
+        _run(TIMEOUT_AROUND_CONNECTION_ERROR)["enter"]("http://example.invalid/")
+    assert len(calls) == _product(findings[0].message) == 35
