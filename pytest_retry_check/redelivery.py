@@ -427,10 +427,13 @@ class FakeQueue:
         """Give the message back: visible again after ``delay`` seconds (0: at once)."""
         __tracebackhide__ = True
         if delay:
-            self.change_visibility(receipt, delay)
-            _, record = self._lookup(receipt)
-            record.heartbeats -= 1
-            record.ended, record.ended_at = "nacked", self._now()
+            with self._lock:
+                self.change_visibility(receipt, delay)
+                message, record = self._lookup(receipt)
+                record.heartbeats -= 1
+                record.ended, record.ended_at = "nacked", self._now()
+                if message is not None:
+                    message.delivery = None  # delayed, not in flight
         else:
             self.change_visibility(receipt, 0)
 

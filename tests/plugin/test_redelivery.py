@@ -105,6 +105,7 @@ def test_nack_and_visibility_zero_redeliver_at_once(fake_queue):
     assert third.receive_count == 3
     third.nack(delay=10)
     assert orders.receive_one() is None
+    assert (orders.visible, orders.in_flight, len(orders)) == (0, 0, 1)  # delayed, not in flight
     time.sleep(10)
     assert orders.receive_one().receive_count == 4
     assert [r.ended for r in orders.deliveries][:3] == ["nacked", "nacked", "nacked"]
