@@ -35,7 +35,6 @@ from typing import Any, Callable, Dict, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_retry_check.backoffs import Backoff  # noqa: E402
 from pytest_retry_check.clock import FakeClock  # noqa: E402
 from pytest_retry_check.incident import INCIDENT_POLICY, Incident, replay_incident  # noqa: E402
 from pytest_retry_check.redelivery import FakeBroker  # noqa: E402

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from pytest_retry_check import FakeBroker, FakeClock, FakeQueue, RedeliveryCheckFailed
 from pytest_retry_check import clock as clock_module
+from pytest_retry_check.redelivery import MessageNotInflight, QueueError, ReceiptHandleIsInvalid
 
 pytest_plugins = ["pytester"]
-from pytest_retry_check.redelivery import MessageNotInflight, QueueError, ReceiptHandleIsInvalid
 
 
 def real_monotonic():
