@@ -464,3 +464,56 @@ def test_a_worker_that_raises_fails_the_run(fake_queue):
 
     with pytest.raises(KeyError, match="order"):
         fake_queue.run_concurrently(broken, lambda: time.sleep(5))
+
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("send"), st.integers(0, 5)),
+        st.tuples(st.just("receive"), st.integers(1, 3)),
+        st.tuples(st.just("sleep"), st.integers(0, 40)),
+        st.tuples(st.sampled_from(["ack", "nack", "heartbeat"]), st.integers(0, 9)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(operations=OPERATIONS)
+def test_queue_invariants_under_any_sequence_of_operations(operations):
+    """Whatever consumers do: a message is never handed out while an earlier delivery of it is
+    still invisible; receive counts go up by one; nothing is received more than maxReceiveCount
+    times; every message sent is on the queue, deleted or dead-lettered."""
+    with FakeClock() as clock:
+        queue = FakeQueue("q", visibility_timeout=30, max_receive_count=3, clock=clock)
+        held = []
+        open_until = {}  # message id -> when its current delivery's invisibility ends
+        counts = {}
+        for op, arg in operations:
+            if op == "send":
+                queue.send(arg, delay=arg)
+            elif op == "receive":
+                for delivery in queue.receive(arg):
+                    mid = delivery.message_id
+                    assert clock.now() >= open_until.get(mid, 0.0), f"{mid} delivered while invisible"
+                    assert delivery.receive_count == counts.get(mid, 0) + 1 <= 3
+                    counts[mid] = delivery.receive_count
+                    open_until[mid] = delivery.visible_until
+                    held.append(delivery)
+            elif op == "sleep":
+                clock.advance(arg)
+            elif held:
+                delivery = held[arg % len(held)]
+                try:
+                    if op == "ack":
+                        delivery.ack()
+                    elif op == "nack":
+                        delivery.nack()
+                        open_until[delivery.message_id] = clock.now()
+                    else:
+                        delivery.heartbeat()
+                        open_until[delivery.message_id] = max(open_until[delivery.message_id], delivery.visible_until)
+                except MessageNotInflight:
+                    pass
+        gone = queue.deleted + len(queue.dead_letters)
+        assert len(queue) + gone == queue.sent
+        assert all(letter.receive_count == 3 for letter in queue.dead_letters)
