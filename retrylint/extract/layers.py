@@ -253,6 +253,8 @@ class Layers:
             return self._elsewhere(func)
         for decorator in target.decorators:
             policy = self.by_anchor.get(id(decorator.decorator))
+            if policy is not None and policy.source in _TASK_QUEUES:
+                return None  # a task called directly runs once: a worker's redelivery is what retries it
             if policy is not None:
                 raises = _TENACITY_RAISES if policy.source == "tenacity" and not _reraises(decorator.decorator) else ()
                 line = self.ctx.location(decorator).line
@@ -289,6 +291,9 @@ class Layers:
 
 
 _TENACITY_RAISES = ("tenacity.RetryError", "tenacity.")
+#: Task-queue retries (celery ``autoretry_for``/``self.retry``, dramatiq): calling the task
+#: function directly does not retry (celery's ``retry()`` re-raises when ``called_directly``).
+_TASK_QUEUES = ("celery", "dramatiq")
 
 
 def _reraises(decorator: cst.BaseExpression) -> bool:

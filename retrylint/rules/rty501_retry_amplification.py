@@ -252,6 +252,20 @@ class RetryAmplification(Rule):
         ),
         Valid(
             """
+            from celery import shared_task
+
+            @shared_task(autoretry_for=(ConnectionError,), max_retries=3)
+            def sync_languages(pk):
+                refresh(pk)
+
+            @shared_task(autoretry_for=(ConnectionError,), max_retries=3)
+            def sync_terminology(pk):
+                sync_languages(pk)
+            """,
+            "a celery task called directly runs once: its `retry()` re-raises when called directly (weblate)",
+        ),
+        Valid(
+            """
             import redis, tenacity
             from redis.retry import Retry
             from redis.backoff import NoBackoff

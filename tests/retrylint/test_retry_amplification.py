@@ -388,3 +388,35 @@ def test_a_timeout_retry_around_a_connection_error_retry_multiplies_connect_time
     with pytest.raises(requests.exceptions.ConnectTimeout):
         _run(TIMEOUT_AROUND_CONNECTION_ERROR)["enter"]("http://example.invalid/")
     assert len(calls) == _product(findings[0].message) == 35
+
+
+CELERY_DIRECT = textwrap.dedent(
+    """
+    from celery import Celery
+
+    app = Celery("amp", broker="memory://")
+    CALLS = []
+
+
+    @app.task(autoretry_for=(ConnectionError,), max_retries=3)
+    def sync_languages(pk):
+        CALLS.append(pk)
+        raise ConnectionError(pk)
+
+
+    @app.task(autoretry_for=(ConnectionError,), max_retries=3)
+    def sync_terminology(pk):
+        sync_languages(pk)
+    """
+)
+
+
+def test_a_celery_task_called_directly_does_not_retry():
+    """weblate's glossary tasks: the inner task runs once when called directly, so RTY501 is silent."""
+    pytest.importorskip("celery")
+    findings, _ = _rty501(CELERY_DIRECT)
+    assert findings == []
+    namespace = _run(CELERY_DIRECT)
+    with pytest.raises(ConnectionError):
+        namespace["sync_terminology"](1)  # called directly, as the outer task body does
+    assert namespace["CALLS"] == [1]
