@@ -420,3 +420,52 @@ def test_a_celery_task_called_directly_does_not_retry():
     with pytest.raises(ConnectionError):
         namespace["sync_terminology"](1)  # called directly, as the outer task body does
     assert namespace["CALLS"] == [1]
+
+
+HANDED = {
+    "tenacity Retrying()(fn)": textwrap.dedent(
+        """
+        import requests
+        import tenacity
+        from requests.adapters import HTTPAdapter
+        from urllib3.util.retry import Retry
+
+        session = requests.Session()
+        session.mount("http://", HTTPAdapter(max_retries=Retry(total=2, status_forcelist=[503], backoff_factor=0)))
+
+
+        def download(url):
+            return tenacity.Retrying(stop=tenacity.stop_after_attempt(4), reraise=True)(session.get, url)
+        """
+    ),
+    "retry_call(fn)": textwrap.dedent(
+        """
+        import requests
+        from requests.adapters import HTTPAdapter
+        from retry.api import retry_call
+        from urllib3.util.retry import Retry
+
+        session = requests.Session()
+        session.mount("http://", HTTPAdapter(max_retries=Retry(total=2, status_forcelist=[503], backoff_factor=0)))
+
+
+        def download(url):
+            return retry_call(session.get, fargs=[url], exceptions=requests.RequestException, tries=4)
+        """
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HANDED))
+def test_a_retrying_call_handed_to_a_retry(name, failing_server):
+    """The operation is the function handed to the retry (``Retrying(...)(session.get, url)``)."""
+    pytest.importorskip("retry")
+    url, handler = failing_server
+    source = HANDED[name]
+    findings, _ = _rty501(source)
+    assert len(findings) == 1 and "4 × 3 = 12 attempts per call" in findings[0].message, findings
+    import requests
+
+    with pytest.raises(requests.RequestException):
+        _run(source)["download"](url)
+    assert len(handler.calls) == _product(findings[0].message) == 12
