@@ -87,6 +87,7 @@ class Layers:
         self.ctx = ctx
         self.by_anchor: Dict[int, RetryPolicy] = {id(p.anchor): p for p in policies if p.anchor is not None}
         self._mounts: Optional[Dict[object, List[cst.Call]]] = None
+        self._attributes: Dict[Tuple[int, str], Optional[List[cst.BaseExpression]]] = {}
 
     # ------------------------------------------------------------ the one question
 
@@ -156,7 +157,10 @@ class Layers:
             owner = self._class_of(receiver)
             if owner is None:
                 return []
-            values = _attribute_values(owner, receiver.attr.value)
+            key = (id(owner), receiver.attr.value)
+            if key not in self._attributes:
+                self._attributes[key] = _attribute_values(owner, receiver.attr.value)
+            values = self._attributes[key]
             return values if values is not None else []
         return []
 
