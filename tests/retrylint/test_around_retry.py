@@ -1,0 +1,340 @@
+"""RTY502 (handler-outlives-visibility-timeout) and RTY503 (non-idempotent-retry), issue 13.
+
+The rules' own VALID/INVALID cases run in test_rule_cases.py; here: what the rules assume
+about the real libraries (celery, kombu, botocore, urllib3, httpcore), and edge cases."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+
+import pytest
+
+from retrylint.engine import check_source, settings_with
+from retrylint.extract import visibility
+from retrylint.extract.idempotency import KEY_NAME, READ_ENDPOINT
+
+CODES = ("RTY502", "RTY503")
+
+
+def findings(code: str, select=CODES, narrowing: bool = True):
+    report = check_source(textwrap.dedent(code), "case.py", settings_with(select), narrowing=narrowing)
+    assert report.error is None, report.error
+    return [(f.code, f.location.line, f.message) for f in report.findings if f.code in select]
+
+
+# ---------------------------------------------------------------- the libraries' own facts
+
+
+def test_celery_setting_names_are_celerys_own():
+    from celery.app import defaults
+
+    task = defaults.NAMESPACES["task"]
+    assert "transport_options" in defaults.NAMESPACES["broker"]
+    for name, kind in visibility.CELERY_SETTINGS.items():
+        if name.startswith("task_"):
+            assert name[len("task_"):] in task, name
+        elif name.startswith("celeryd_task_") or name == "acks_late":
+            old = {o for option in task.values() for o in (option.old or ())}
+            assert name in old or f"celery_{name}" in old, name
+    assert task["acks_late"].default is False  # without acks_late, a message is acked before the task runs
+
+
+def test_kombu_sqs_and_redis_read_visibility_timeout_from_the_transport_options():
+    import kombu.transport.SQS as sqs
+    import kombu.transport.redis as redis
+
+    assert "self.transport_options.get('visibility_timeout')" in inspect.getsource(sqs.Channel)
+    assert "'visibility_timeout'" in inspect.getsource(redis.Channel)
+
+
+def test_botocore_has_the_parameters_the_rules_read():
+    import botocore.session
+
+    session = botocore.session.get_session()
+    sqs = session.get_service_model("sqs")
+    assert "VisibilityTimeout" in sqs.operation_model("ReceiveMessage").input_shape.members
+    assert {"ChangeMessageVisibility", "ChangeMessageVisibilityBatch"} <= set(sqs.operation_names)
+    assert {"change_message_visibility", "change_message_visibility_batch"} <= visibility.HEARTBEATS
+    assert "MessageDeduplicationId" in sqs.operation_model("SendMessage").input_shape.members
+    dynamodb = session.get_service_model("dynamodb")
+    assert {"ConditionExpression", "Expected"} <= set(dynamodb.operation_model("PutItem").input_shape.members)
+
+
+def test_botocore_says_a_fifo_send_without_a_dedup_id_fails_or_dedupes_on_the_body():
+    """Why a FIFO send with no MessageDeduplicationId and a stable body is not reported."""
+    import botocore.session
+
+    sqs = botocore.session.get_session().get_service_model("sqs")
+    doc = re.sub("<[^>]+>", "", sqs.operation_model("SendMessage").input_shape.members["MessageDeduplicationId"].documentation)
+    assert "doesn't have ContentBasedDeduplication set, the action fails with an error" in doc
+    assert "uses a SHA-256 hash to generate the MessageDeduplicationId using the body" in doc
+
+
+def test_urllib3_resends_post_only_when_allowed_and_after_the_request_only_with_read_or_status_retries():
+    from urllib3.exceptions import MaxRetryError, ReadTimeoutError
+    from urllib3.util.retry import Retry
+
+    assert "POST" not in Retry.DEFAULT_ALLOWED_METHODS
+    assert not Retry(total=5, status_forcelist=[503]).is_retry("POST", 503)
+    assert Retry(total=5, status_forcelist=[503], allowed_methods=["POST"]).is_retry("POST", 503)
+    assert Retry(total=5, status_forcelist=[503], allowed_methods=None).is_retry("POST", 503)
+    # read=0: a read error after the request went out is not retried.
+    with pytest.raises(MaxRetryError):
+        Retry(total=3, connect=3, read=0, allowed_methods=None).increment(
+            method="POST", url="/orders", error=ReadTimeoutError(None, "/orders", "timed out"))
+    # read left at its default: it is (the POST is sent again).
+    retry = Retry(total=3, allowed_methods=None).increment(
+        method="POST", url="/orders", error=ReadTimeoutError(None, "/orders", "timed out"))
+    assert retry.total == 2
+
+
+def test_httpx_transport_retries_only_connection_failures():
+    import httpcore._sync.connection as connection
+
+    source = inspect.getsource(connection)
+    assert "except (ConnectError, ConnectTimeout):" in source
+    assert "retries_left" in source
+
+
+# ---------------------------------------------------------------- RTY502
+
+
+SQS_CONSUMER = """
+import json
+import boto3, tenacity
+
+sqs = boto3.client("sqs")
+
+@tenacity.retry(stop=tenacity.stop_after_attempt(7), wait=tenacity.wait_exponential(multiplier=1, max=20))
+def charge(order): ...
+
+def consume(queue_url):
+    while True:
+        resp = sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout={visibility})
+        for message in resp.get("Messages", []):
+            {heartbeat}
+            charge(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+"""
+
+
+def _consumer(visibility="30", heartbeat="pass"):
+    return SQS_CONSUMER.replace("{visibility}", visibility).replace("{heartbeat}", heartbeat)
+
+
+def test_sqs_visibility_against_the_retrys_whole_schedule():
+    found = findings(_consumer("30"))
+    assert [(c, line) for c, line, _ in found] == [("RTY502", 12)]
+    message = found[0][2]
+    assert "can wait 51 s in all" in message and "visibility timeout of 30 s" in message
+    assert "change_message_visibility" in message and "45 s" in message
+    assert findings(_consumer("51"))  # equal: the window ends as the last wait ends
+    assert not findings(_consumer("60"))
+
+
+def test_a_heartbeat_or_an_unknown_window_silences_rty502():
+    beat = 'sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=120)'
+    assert not findings(_consumer("30", beat))
+    assert not findings(_consumer("settings.VISIBILITY"))
+    assert not findings(_consumer('int(os.environ["VISIBILITY"])'))
+
+
+def test_rty502_narrowed_and_whole_agree_when_the_heartbeat_is_in_another_function():
+    code = _consumer("30").replace(
+        "def consume(queue_url):",
+        'def extend(queue_url, message):\n    sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], '
+        "VisibilityTimeout=120)\n\ndef consume(queue_url):",
+    )
+    assert findings(code) == findings(code, narrowing=False) == []
+
+
+def test_celery_countdown_held_as_an_eta_message():
+    code = """
+    from celery import Celery
+
+    app = Celery("shop", broker="redis://localhost")
+    app.conf.broker_transport_options = {"visibility_timeout": 600}
+
+    @app.task(bind=True, max_retries=12, retry_backoff=True, autoretry_for=(ConnectionError,))
+    def sync(self, account_id):
+        ...
+    """
+    found = findings(code)
+    assert [line for _, line, _ in found] == [7]
+    assert "10 min" in found[0][2] and "autoretry_for" in found[0][2]
+    # 2 ** 11 s, capped at celery's default retry_backoff_max of 600 s: the window itself, so it
+    # fires; a cap of 300 s does not, nor do 8 retries (at most 128 s).
+    assert not findings(code.replace("retry_backoff=True,", "retry_backoff=True, retry_backoff_max=300,"))
+    assert not findings(code.replace("max_retries=12", "max_retries=8"))
+
+
+def test_celery_acks_late_per_task_overrides_the_configuration():
+    code = """
+    from celery import Celery
+
+    app = Celery("shop", broker="sqs://")
+    app.conf.update(broker_transport_options={"visibility_timeout": 60}, task_acks_late=True)
+
+    @app.task(time_limit=300, acks_late=False)
+    def rebuild_index():
+        ...
+
+    @app.task(soft_time_limit=90)
+    def export():
+        ...
+    """
+    found = findings(code)
+    assert [line for _, line, _ in found] == [11]
+    assert "at least `soft_time_limit` = 1.5 min (no hard limit)" in found[0][2]
+
+
+def test_django_style_celery_settings():
+    code = """
+    CELERY_BROKER_URL = "sqs://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 30, "region": "eu-west-1"}
+    CELERY_TASK_ACKS_LATE = True
+    CELERY_TASK_TIME_LIMIT = 45
+    """
+    found = findings(code)
+    assert [line for _, line, _ in found] == [5]
+    assert "45 s" in found[0][2] and "30 s" in found[0][2]
+
+
+def test_rty502_never_crashes_on_odd_configuration():
+    for code in (
+        "broker_transport_options = load()\ntask_time_limit = 10\n",
+        "broker_transport_options = {'visibility_timeout': 'soon'}\ntask_acks_late = True\ntask_time_limit = 100\n",
+        "import boto3\nsqs = boto3.client('sqs')\ndef f(**kw):\n    sqs.receive_message(VisibilityTimeout=30, **kw)\n",
+        "import boto3\nsqs = boto3.client('sqs')\nsqs.create_queue(QueueName='q', Attributes={'VisibilityTimeout': 'x'})\n",
+        "visibility_timeout = 5\n",
+    ):
+        findings(code)
+
+
+# ---------------------------------------------------------------- RTY503
+
+
+def test_the_key_names_and_read_endpoints():
+    for name in ("Idempotency-Key", "X-Idempotency-Key", "idempotency_key", "MessageDeduplicationId", "X-Request-ID",
+                 "ClientToken", "client_token"):
+        assert KEY_NAME.search(name), name
+    for name in ("Content-Type", "Authorization", "X-Api-Key"):
+        assert not KEY_NAME.search(name), name
+    for url in ("https://es/_search", "/v1/chat/completions", "/oauth/token", "/graphql", "/api/query"):
+        assert READ_ENDPOINT.search(url), url
+    for url in ("/api/orders", "/v1/charges", "/tickets", "/users/{}/messages"):
+        assert not READ_ENDPOINT.search(url), url
+
+
+def test_a_key_made_once_outside_the_retry_is_stable_and_one_made_inside_is_not():
+    outside = """
+    import uuid
+    import requests, tenacity
+
+    def place_order(order):
+        key = str(uuid.uuid4())
+        return _post(order, key)
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_random_exponential(max=20))
+    def _post(order, key):
+        return requests.post("https://api.shop.example/orders", json=order, headers={"Idempotency-Key": key})
+    """
+    assert not findings(outside)
+    inside = """
+    import uuid
+    import requests, tenacity
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_random_exponential(max=20))
+    def place_order(order):
+        key = str(uuid.uuid4())
+        return requests.post("https://api.shop.example/orders", json=order, headers={"Idempotency-Key": key})
+    """
+    found = findings(inside)
+    assert [line for _, line, _ in found] == [8]
+    assert "`uuid.uuid4()`, made anew on every attempt" in found[0][2]
+
+
+def test_headers_that_cannot_be_read_or_session_headers_with_a_key_silence_rty503():
+    base = """
+    import requests, tenacity
+
+    session = requests.Session()
+    {setup}
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_random_exponential(max=20))
+    def place_order(order, headers):
+        return session.post("https://api.shop.example/orders", json=order{extra})
+    """
+    assert findings(base.replace("{setup}", "").replace("{extra}", ""))
+    assert not findings(base.replace("{setup}", "").replace("{extra}", ", headers=headers"))
+    assert not findings(base.replace("{setup}", 'session.headers.update({"Idempotency-Key": "k"})').replace("{extra}", ""))
+    assert not findings(base.replace("{setup}", "").replace("{extra}", ", **options"))
+
+
+def test_sql_look_alikes():
+    template = """
+    import time
+
+    def record(cur, row):
+        for attempt in range(5):
+            try:
+                cur.execute({sql}, row)
+                return
+            except ConnectionError:
+                time.sleep(2 ** attempt)
+    """
+    fires = ['"INSERT INTO t (a) VALUES (%s)"', '"""\n        insert into t (a) values (%s)"""', "'-- audit\\nINSERT INTO t VALUES (1)'"]
+    silent = ['"INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING"', '"INSERT OR IGNORE INTO t VALUES (?)"',
+              '"INSERT INTO t (a) VALUES (%s) ON DUPLICATE KEY UPDATE a = a"', '"UPDATE t SET a = %s"', '"SELECT 1"',
+              "sql"]
+    for sql in fires:
+        assert findings(template.replace("{sql}", sql)), sql
+    for sql in silent:
+        assert not findings(template.replace("{sql}", sql)), sql
+
+
+def test_django_create_and_its_look_alikes():
+    template = """
+    from celery import shared_task
+
+    @shared_task(autoretry_for=(ConnectionError,), max_retries=3, retry_backoff=True)
+    def record(payload):
+        {call}
+    """
+    assert findings(template.replace("{call}", "Order.objects.create(**payload)"))
+    assert findings(template.replace("{call}", "Order.objects.bulk_create(payload)"))
+    assert not findings(template.replace("{call}", "Order.objects.get_or_create(ref=payload['ref'])"))
+    assert not findings(template.replace("{call}", "Order.objects.bulk_create(payload, ignore_conflicts=True)"))
+
+
+def test_rty503_only_judges_retried_calls():
+    code = """
+    import requests, tenacity
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(3), wait=tenacity.wait_random_exponential(max=20))
+    def fetch(url):
+        return requests.get(url)
+
+    def place_order(order):
+        fetch("https://api.shop.example/ready")
+        return requests.post("https://api.shop.example/orders", json=order)
+    """
+    assert not findings(code)
+
+
+def test_a_post_in_the_except_block_is_not_the_retried_attempt():
+    code = """
+    import time
+    import requests
+
+    def sync(client):
+        for attempt in range(5):
+            try:
+                return client.get("https://api.shop.example/orders")
+            except requests.ConnectionError as exc:
+                requests.post("https://alerts.example/hooks/ops", json={"error": str(exc)})
+                time.sleep(2 ** attempt)
+    """
+    assert not findings(code)
