@@ -40,7 +40,19 @@ RECEIVES = Trigger(text=Words(*WINDOW_WORDS), calls=frozenset(visibility.RECEIVE
 CREATES_CONTEXT = Trigger(text=Words("HTTPAdapter"), calls=frozenset({"post", "patch", "request", "mount"}),
                           context=True)
 
-TRIGGERS: List[Trigger] = [WINDOWS, WINDOW_CONTEXT, RECEIVES, CREATES_CONTEXT]
+
+
+def _header_property(statement: ast.stmt, source: Source) -> bool:
+    return "header" in statement.name.lower() and any(  # type: ignore[attr-defined]
+        (d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else "") in ("property", "cached_property")
+        for d in statement.decorator_list  # type: ignore[attr-defined]
+    )
+
+
+#: ``self._headers`` read through a ``@property`` (RTY503 looks for an idempotency key in it).
+HEADER_PROPERTIES = Trigger(text=Words("property"), statements=(ast.FunctionDef,), confirm=_header_property, context=True)
+
+TRIGGERS: List[Trigger] = [WINDOWS, WINDOW_CONTEXT, RECEIVES, CREATES_CONTEXT, HEADER_PROPERTIES]
 
 
 def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy], active: Optional[Collection[Trigger]] = None) -> List[object]:

@@ -27,7 +27,8 @@ What is a create, and what makes it safe (precision first: anything not read is 
   client token. Headers or a body we cannot read (a variable, ``**kwargs``) decide nothing.
   A POST to an endpoint named for a read, a login or a computation (``search``, ``query``,
   ``graphql``, ``token``, ``oauth``, ``login``, ``auth``, ``verify``, ``validate``,
-  ``completions``, ``embeddings``, …) is not a create: POST is only the transport there.
+  ``completions``, ``embeddings``, …) is not a create: POST is only the transport there; nor is
+  one whose path cannot be read (a parameter, ``f"https://{host}/{path}"``): it may be either.
 * SQL ``INSERT`` (``cursor.execute("INSERT …")``, SQLAlchemy ``insert(...)``) with no
   ``ON CONFLICT``/``ON DUPLICATE KEY``/``INSERT OR IGNORE|REPLACE``/``INSERT IGNORE``/
   ``WHERE NOT EXISTS``/``MERGE``/``on_conflict_do_*``; Django ``objects.create(...)`` and
@@ -43,6 +44,10 @@ What is a create, and what makes it safe (precision first: anything not read is 
   a deduplication id SQS either refuses the send (content-based deduplication off) or
   deduplicates on the body's hash, so only a body or id that changes between attempts
   defeats it. Standard (non-FIFO) queues are at-least-once anyway; their consumers dedupe.
+
+Not judged either: a database create inside ``with transaction.atomic():`` (or
+``session.begin()``) that ends the attempt (a failed attempt rolls it back), and a create that
+records the attempt number (``is_retry=self.request.retries > 0``): a row per attempt is meant.
 
 A key present but made inside the retried region (``headers={"Idempotency-Key":
 str(uuid4())}`` in the decorated function) changes on every attempt: it is reported too.
@@ -141,6 +146,9 @@ def _string_text(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Opti
         if left is None and right is None:
             return None
         return (left or "{}") + (right or "{}")
+    if isinstance(expr, cst.Call) and last_name(expr.func) in ("urljoin", "join") and len(call_args(expr)[0]) >= 2:
+        parts = [_string_text(p, ctx) for p in call_args(expr)[0]]
+        return "/".join(p if p is not None else "{}" for p in parts)  # urljoin(base, "v4/jobGroups")
     if isinstance(expr, cst.Call) and last_name(expr.func) in ("text", "format", "dedent", "strip"):
         positional, _ = call_args(expr)
         if last_name(expr.func) == "format" and isinstance(expr.func, cst.Attribute):
@@ -150,9 +158,29 @@ def _string_text(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Opti
     return None
 
 
+def _property_value(expr: cst.BaseExpression, ctx: ModuleContext) -> Optional[cst.BaseExpression]:
+    """``self.headers`` where ``headers`` is a ``@property`` of the enclosing class that returns one
+    expression (or a name bound once to one): that expression."""
+    if not (isinstance(expr, cst.Attribute) and dotted_name(expr.value) in ("self", "cls")):
+        return None
+    owner = next((a for a in ctx.ancestors(expr) if isinstance(a, cst.ClassDef)), None)
+    if owner is None or not isinstance(owner.body, cst.IndentedBlock):
+        return None
+    for member in owner.body.body:
+        if (isinstance(member, cst.FunctionDef) and member.name.value == expr.attr.value
+                and any(dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
+                        for d in member.decorators)):
+            returns = [n for n in walk(member.body) if isinstance(n, cst.Return)]
+            if len(returns) == 1 and returns[0].value is not None:
+                return resolve(returns[0].value, ctx)
+    return None
+
+
 def _dict_keys(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Optional[Dict[str, cst.BaseExpression]]:
     """Keys of a dict literal or ``dict(k=v)`` (nested dicts merged); None when it cannot be read."""
     expr = resolve(expr, ctx) if expr is not None else None
+    if isinstance(expr, cst.Attribute):
+        expr = _property_value(expr, ctx) or expr
     if isinstance(expr, cst.Dict):
         out: Dict[str, cst.BaseExpression] = {}
         for element in expr.elements:
@@ -334,10 +362,8 @@ class _Creates:
         index = 1 if last_name(call.func) == "request" else 0
         url = keywords.get("url") or (positional[index] if len(positional) > index else None)
         url_text = _string_text(url, ctx)
-        if url_text is None and url is not None:
-            url_text = ctx.code(url)
-        if url_text and READ_ENDPOINT.search(url_text):
-            return None
+        if not url_text or not _KNOWN_PATH.search(_SCHEME_HOST.sub("", url_text)) or READ_ENDPOINT.search(url_text):
+            return None  # an endpoint we cannot name may be a read (a search, a token): not judged
         operation = f"HTTP {verb}" + (f" to `{_short(url_text)}`" if url_text else "")
         advice = "send an `Idempotency-Key` header made once per operation, before the retry"
         if any(a.star for a in call.args):
@@ -462,6 +488,56 @@ class _Creates:
                     "each attempt: pass a `MessageDeduplicationId` made once per message, before the retry")
         return None
 
+    def rolled_back(self, call: cst.Call, region: cst.CSTNode) -> bool:
+        """A database create inside ``with transaction.atomic():`` (or ``session.begin()``) that ends
+        the attempt: a failed attempt rolls the row back with everything else, so the retry does
+        not duplicate it. (An HTTP call in the block is not rolled back.)"""
+        if last_name(call.func) in ("post", "patch", "request", "put_item", "send_message", "create") and not (
+            isinstance(call.func, cst.Attribute) and last_name(call.func.value) == "objects"
+        ):
+            return False
+        block = None
+        for ancestor in self.ctx.ancestors(call):
+            if ancestor is region:
+                break
+            if isinstance(ancestor, cst.With) and any(
+                isinstance(unwrap_await(item.item), cst.Call) and last_name(unwrap_await(item.item).func) in ("atomic", "begin", "transaction")  # type: ignore[union-attr]
+                for item in ancestor.items
+            ):
+                block = ancestor
+        if block is None:
+            return False
+        # Nothing of the attempt may run after the transaction block.
+        current: cst.CSTNode = block
+        for ancestor in self.ctx.ancestors(block):
+            if isinstance(ancestor, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                body = list(ancestor.body)
+                if current in body and body.index(current) != len(body) - 1:
+                    following = body[body.index(current) + 1:]
+                    if not all(isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Return) for x in s.body)
+                               for s in following):
+                        return False
+            if ancestor is region:
+                return True
+            if isinstance(ancestor, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                continue
+            current = ancestor
+        return True
+
+    def records_attempt(self, call: cst.Call, policy: RetryPolicy, region: cst.CSTNode) -> bool:
+        """A create whose arguments carry the attempt number (``is_retry=self.request.retries > 0``,
+        ``attempt=attempt``) records each attempt on purpose: one row per attempt is the intent."""
+        counters = {"self.request.retries", "task.request.retries", "request.retries"}
+        if policy.source == "loop" and isinstance(policy.anchor, cst.For):
+            target = dotted_name(policy.anchor.target)
+            if target:
+                counters.add(target)
+        for arg in call.args:
+            for node in walk(arg.value, skip=DEFERRED):
+                if dotted_name(node) in counters:
+                    return True
+        return False
+
     # ------------------------------------------------------------ urllib3
 
     def adapter_regions(self, policies: Sequence[RetryPolicy]) -> List[Tuple[RetryPolicy, List[cst.Call]]]:
@@ -554,8 +630,14 @@ def _prefix_ignores(call: cst.Call, ctx: ModuleContext) -> bool:
     return any(re.search(r"IGNORE|REPLACE", _string_text(p, ctx) or "", re.I) for p in positional)
 
 
+#: A URL with a path segment we can read (``/orders``, ``{}/jobGroups``), not only holes (``{}/{}``).
+_KNOWN_PATH = re.compile(r"(?:^|/)[A-Za-z_][\w.-]*(?:/|$|\?)")
+_SCHEME_HOST = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]*", re.I)
+
+
 def _short(text: str, size: int = 60) -> str:
     text = " ".join(text.split())
+    text = re.sub(r"^(?:\{\}/*)+", "…/", re.sub(r"(?<!:)//+", "/", text))  # urljoin(base, f"{v}/flows") → …/flows
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
@@ -576,7 +658,7 @@ def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[Retried
                 if id(call) in seen:
                     continue
                 found = creates.classify(call, region)
-                if found is None:
+                if found is None or creates.rolled_back(call, region) or creates.records_attempt(call, policy, region):
                     continue
                 seen.add(id(call))
                 out.append(_site(ctx, call, policy, *found))

@@ -35,7 +35,11 @@ class NonIdempotentRetry(Rule):
 
     Not reported: GET/PUT/DELETE; a POST to an endpoint named for a read, a login or a
     computation (`search`, `query`, `graphql`, `token`, `oauth`, `login`, `completions`,
-    `embeddings`, …: POST is only the transport there); upserts and conditional puts; an
+    `embeddings`, …: POST is only the transport there), or to an endpoint whose path cannot be
+    read (a parameter, `f"https://{host}/{path}"`); a database create inside
+    `transaction.atomic()`/`session.begin()` that ends the attempt (a failed attempt rolls it
+    back); a create that records the attempt number (`is_retry=self.request.retries > 0`:
+    one row per attempt is the intent); upserts and conditional puts; an
     unconditional `put_item` of the same item (an overwrite); FIFO sends without a
     deduplication id and with a stable body (SQS refuses them or deduplicates on the body);
     standard-queue sends; urllib3's default `allowed_methods` (no POST); httpx
@@ -235,6 +239,42 @@ class NonIdempotentRetry(Rule):
                                  MessageGroupId=order.customer_id)
             """,
             "a FIFO send with a stable body: SQS refuses it or deduplicates on the body's hash",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_random_exponential(max=20))
+            def deliver(url, payload):
+                return requests.post(url, json=payload, timeout=10)
+            """,
+            "the endpoint is a parameter: it may be a search or a token endpoint, so it is not judged",
+        ),
+        Valid(
+            """
+            from celery import shared_task
+            from django.db import IntegrityError, transaction
+
+            @shared_task(autoretry_for=(IntegrityError,), retry_backoff=60, max_retries=3)
+            def remove_project(pk, user):
+                with transaction.atomic():
+                    project = Project.objects.get(pk=pk)
+                    AuditEntry.objects.create(action="remove", target=project.slug, user=user)
+                    project.delete()
+            """,
+            "a failed attempt rolls the transaction back, the row with it (Weblate's project removal)",
+        ),
+        Valid(
+            """
+            import requests
+            from celery import shared_task
+
+            @shared_task(bind=True, autoretry_for=(ConnectionError,), max_retries=5)
+            def ping(self, url):
+                response = requests.get(url, timeout=10)
+                DeliveryAttempt.objects.create(url=url, status=response.status_code, is_retry=self.request.retries > 0)
+            """,
+            "a row that records each attempt (it carries the attempt number) is meant to be written per attempt",
         ),
         Valid(
             """
