@@ -382,5 +382,5 @@ class HandlerOutlivesVisibilityTimeout(Rule):
         yield self.at(
             site,
             f"{site.holds_text}: longer than the {site.window_text}, and nothing extends it, so the message is "
-            f"delivered again while it is still being worked on; {remedy}",
+            f"delivered again while this consumer still holds it; {remedy}",
         )
