@@ -35,7 +35,7 @@ WINDOWS = Trigger(text=Words(*WINDOW_WORDS), statements=_STATEMENTS, confirm=_ha
 WINDOW_CONTEXT = Trigger(text=Words(*WINDOW_WORDS), statements=_STATEMENTS, confirm=_has(_CONTEXT_WORDS),
                          context=True)
 #: The receives whose consumers RTY502 reads.
-RECEIVES = Trigger(text=Words(*WINDOW_WORDS), calls=frozenset(visibility.RECEIVES), context=True)
+RECEIVES = Trigger(text=Words(*WINDOW_WORDS), calls=frozenset(visibility.RECEIVES + ("apply_async",)), context=True)
 #: POSTs of a session mounted with a retrying adapter may be anywhere in the module.
 CREATES_CONTEXT = Trigger(text=Words("HTTPAdapter"), calls=frozenset({"post", "patch", "request", "mount"}),
                           context=True)

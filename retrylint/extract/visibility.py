@@ -13,7 +13,8 @@ or nothing is judged:
   whatever ``acks_late`` says) and, with ``acks_late`` (``task_acks_late`` or the task's own
   option), for its run time, bounded by ``time_limit`` (``task_time_limit``), or at least
   ``soft_time_limit`` when that is the only limit. Without ``acks_late`` the message is acked
-  before the task runs, so a long task is not redelivered.
+  before the task runs, so a long task is not redelivered. ``apply_async(countdown=N)`` holds
+  its ETA message for ``N`` s as well.
 * **SQS** (``receive_message(VisibilityTimeout=N)``; or one ``VisibilityTimeout`` given to
   ``create_queue``/``set_queue_attributes`` in the module), **Pub/Sub** synchronous ``pull``
   (one ``ack_deadline_seconds`` given to ``create_subscription`` in the module) and **Service
@@ -202,6 +203,14 @@ def _celery(ctx: ModuleContext, policies: Sequence[RetryPolicy], heartbeat: bool
             task = decorated(policy.anchor, ctx) or ctx.enclosing_function(policy.anchor)
             if task is not None:
                 by_task.setdefault(id(task), []).append(policy)
+    # apply_async(countdown=N) / retry(countdown=N) outside a policy: the worker holds the ETA message N s.
+    for node in walk(ctx.module, skip=()):
+        if isinstance(node, cst.Call) and last_name(node.func) == "apply_async":
+            countdown = _number(call_args(node)[1].get("countdown"), ctx)
+            if known(countdown) and float(countdown) > 0:  # type: ignore[arg-type]
+                out.append(_window(ctx, node, "celery", window, window_text, float(countdown),  # type: ignore[arg-type]
+                                   f"`{ctx.code(node.func)}(countdown=…)` waits {format_seconds(countdown)} "
+                                   "as an unacknowledged ETA message", heartbeat))
     for decorator_call, task in _task_decorators(ctx):
         _, keywords = call_args(decorator_call)
         acks_late = _truth(keywords.get("acks_late"), ctx) if "acks_late" in keywords else conf_acks_late

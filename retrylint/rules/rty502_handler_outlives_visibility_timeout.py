@@ -24,8 +24,8 @@ class HandlerOutlivesVisibilityTimeout(Rule):
 
     - celery with `broker_transport_options={"visibility_timeout": N}` (SQS, redis): a
       task whose retry countdown is longer than `N` (a retried task waits as an
-      unacknowledged ETA message), or, with `acks_late`, whose `time_limit`
-      (`task_time_limit`, else at least `soft_time_limit`) is;
+      unacknowledged ETA message, as does `apply_async(countdown=...)`), or, with
+      `acks_late`, whose `time_limit` (`task_time_limit`, else at least `soft_time_limit`) is;
     - SQS `receive_message(VisibilityTimeout=N)` (or a queue created with
       `Attributes={"VisibilityTimeout": ...}`), a Pub/Sub `pull` from a subscription created
       with `ack_deadline_seconds`, a Service Bus receiver on a queue created with
@@ -362,6 +362,45 @@ class HandlerOutlivesVisibilityTimeout(Rule):
             """,
             line=13,
             message="modify_ack_deadline",
+        ),
+        Invalid(
+            """
+            import time
+            from datetime import timedelta
+            from azure.servicebus import ServiceBusClient
+            from azure.servicebus.management import ServiceBusAdministrationClient
+
+            admin = ServiceBusAdministrationClient.from_connection_string("Endpoint=sb://shop/")
+            admin.create_queue("orders", lock_duration=timedelta(seconds=30))
+
+            def consume(client: ServiceBusClient):
+                with client.get_queue_receiver("orders") as receiver:
+                    for message in receiver:
+                        for attempt in range(6):
+                            try:
+                                process(message)
+                                break
+                            except ConnectionError:
+                                time.sleep(2 ** attempt)
+                        receiver.complete_message(message)
+            """,
+            line=11,
+            message="AutoLockRenewer",
+        ),
+        Invalid(
+            """
+            from celery import Celery
+
+            app = Celery("shop", broker="redis://")
+            app.conf.broker_transport_options = {"visibility_timeout": 3600}
+
+            @app.task
+            def send_webhook(event_id, attempt=0):
+                if not deliver(event_id):
+                    send_webhook.apply_async(args=(event_id, attempt + 1), countdown=4 * 3600)
+            """,
+            line=10,
+            message="waits 4 h as an unacknowledged ETA message",
         ),
     ]
 
