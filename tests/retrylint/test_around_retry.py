@@ -338,3 +338,58 @@ def test_a_post_in_the_except_block_is_not_the_retried_attempt():
                 time.sleep(2 ** attempt)
     """
     assert not findings(code)
+
+
+# ---------------------------------------------------------------- the claim, run for real
+
+
+_PLACE_ORDER = '''
+import uuid
+import requests, tenacity
+
+@tenacity.retry(stop=tenacity.stop_after_attempt(3), wait=tenacity.wait_none(),
+                retry=tenacity.retry_if_exception_type(requests.ConnectionError))
+def place_order(session: requests.Session, order):
+    return session.post("https://api.shop.example/orders", json=order, timeout=10{headers})
+
+def checkout(session, order):
+    {key}return place_order(session, order)
+'''
+
+
+def _run_against_a_server_that_loses_the_first_answer(code: str) -> int:
+    """Run ``checkout`` with real tenacity and requests against a server (``responses``) that
+    applies every POST but drops the answer of the first: how many orders it created."""
+    import requests
+    import responses
+
+    created = set()
+    calls = []
+
+    def apply(request):
+        key = request.headers.get("Idempotency-Key") or f"no-key-{len(calls)}"
+        created.add(key)
+        calls.append(key)
+        if len(calls) == 1:
+            raise requests.ConnectionError("connection reset after the write")
+        return 201, {}, "{}"
+
+    namespace: dict = {}
+    exec(compile(textwrap.dedent(code), "case.py", "exec"), namespace)
+    with responses.RequestsMock() as mock:
+        mock.add_callback(responses.POST, "https://api.shop.example/orders", callback=apply)
+        namespace["checkout"](requests.Session(), {"sku": "A-1"})
+    assert len(calls) == 2  # the retry did run
+    return len(created)
+
+
+def test_a_reported_retry_creates_twice_and_a_silent_one_once():
+    unkeyed = _PLACE_ORDER.replace("{headers}", "").replace("{key}", "")
+    keyed = (_PLACE_ORDER.replace("order):\n    return session.post", "order, key):\n    return session.post")
+             .replace("{headers}", ', headers={"Idempotency-Key": key}')
+             .replace("def checkout(session, order):\n    {key}return place_order(session, order)",
+                      "def checkout(session, order):\n    key = str(uuid.uuid4())\n    return place_order(session, order, key)"))
+    assert [c for c, _, _ in findings(unkeyed)] == ["RTY503"]
+    assert _run_against_a_server_that_loses_the_first_answer(unkeyed) == 2
+    assert findings(keyed) == []
+    assert _run_against_a_server_that_loses_the_first_answer(keyed) == 1
