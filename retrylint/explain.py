@@ -147,18 +147,16 @@ def _around(policy: RetryPolicy, num: Any) -> Dict[str, Any]:
 
 def around_lines(policy: RetryPolicy) -> List[str]:
     """RTY501's retry layers with the multiplied attempts, RTY504's collapse, for text."""
-    from .rules.rty501_retry_amplification import FAILING_MESSAGES, amplification
+    from .rules.rty501_retry_amplification import amplified_text
     from .rules.rty504_jitter_collapses_at_cap import collapse
 
     lines = []
     for layer in policy.inner:
         lines.append(f"  inner retry: `{layer.call}` (line {layer.location.line}) retries on its own: "
                      f"{layer.policy.description} (line {layer.policy.location.line}), {bound_phrase(layer.policy.bound)}")
-    found = amplification(policy)
-    if found is not None:
-        _, outer, inner = found
-        lines.append(f"  amplified:   {outer} × {inner} = {outer * inner} attempts per call; "
-                     f"{FAILING_MESSAGES:,} failing messages make {FAILING_MESSAGES * outer * inner:,} calls")
+    amplified = amplified_text(policy)
+    if amplified:
+        lines.append(f"  amplified:   {amplified}")
     collapsed = collapse(policy)
     if collapsed is not None:
         lines.append(f"  jitter:      clamped away at the {format_seconds(collapsed.cap)} cap: from retry {collapsed.retry} on "

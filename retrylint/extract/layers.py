@@ -52,13 +52,19 @@ NOT_REQUESTS = frozenset({"get_paginator", "get_waiter", "generate_presigned_url
                           "can_paginate", "close", "pipeline", "pubsub", "lock", "register_script", "monitor",
                           "mount", "get_adapter", "merge_environment_settings", "prepare_request", "aclose",
                           "connection_pool", "get_connection_kwargs", "clear"})
-#: Exceptions a layer's failures surface as, once it gives up (prefixes of qualified names).
+#: What a layer raises once its own retries give up: exact classes (matched through
+#: :data:`_BASES`), or a package prefix ending with ".".
 _FAMILIES = {
-    "requests": ("requests.", "OSError", "IOError", "EnvironmentError"),
-    "urllib3": ("urllib3.",),
+    # requests' HTTPAdapter.send turns urllib3's MaxRetryError into these.
+    "requests": ("requests.ConnectTimeout", "requests.RetryError", "requests.ProxyError", "requests.SSLError",
+                 "requests.ConnectionError", "requests.ReadTimeout"),
+    "urllib3": ("urllib3.exceptions.MaxRetryError",),
+    # botocore re-raises the last error: ClientError or one of its connection errors.
     "botocore": ("botocore.", "boto3."),
-    "redis": ("redis.",),
-    "google-api-core": ("google.api_core.", "google.cloud.exceptions."),
+    # redis.retry.Retry re-raises the last of its supported errors (default: these).
+    "redis": ("redis.exceptions.ConnectionError", "redis.exceptions.TimeoutError"),
+    # google-api-core: RetryError once the timeout passes (build_retry_error).
+    "google-api-core": ("google.api_core.exceptions.RetryError",),
 }
 _RETRY_LIBRARIES = ("urllib3", "requests", "botocore", "redis", "google-api-core")
 _BUILDERS = ("Session", "session", "mount", "client", "create_client", "resource", "Redis", "StrictRedis",
@@ -408,6 +414,12 @@ _BASES = {
     "requests.RetryError": ("requests.RequestException",),
     "requests.ChunkedEncodingError": ("requests.RequestException",),
     "requests.RequestException": ("OSError",),
+    "urllib3.exceptions.MaxRetryError": ("urllib3.exceptions.RequestError",),
+    "urllib3.exceptions.RequestError": ("urllib3.exceptions.PoolError",),
+    "urllib3.exceptions.PoolError": ("urllib3.exceptions.HTTPError",),
+    "redis.exceptions.ConnectionError": ("redis.exceptions.RedisError",),
+    "redis.exceptions.TimeoutError": ("redis.exceptions.RedisError",),
+    "google.api_core.exceptions.RetryError": ("google.api_core.exceptions.GoogleAPIError",),
     "ConnectionError": ("OSError",),
     "TimeoutError": ("OSError",),
     "ConnectionResetError": ("ConnectionError",),
@@ -418,9 +430,17 @@ _BASES = {
 _ALIASES = {"IOError": "OSError", "EnvironmentError": "OSError", "socket.error": "OSError", "socket.timeout": "TimeoutError"}
 
 
+#: Where a package re-exports its exceptions: ``redis.ConnectionError`` is
+#: ``redis.exceptions.ConnectionError``.
+_HOMES = {"redis.": "redis.exceptions.", "urllib3.": "urllib3.exceptions.", "google.api_core.": "google.api_core.exceptions."}
+
+
 def _normal(name: str) -> str:
     if name.startswith("requests.exceptions."):
         name = "requests." + name[len("requests.exceptions."):]
+    for package, home in _HOMES.items():
+        if name.startswith(package) and not name.startswith(home) and name.count(".") == package.count("."):
+            name = home + name[len(package):]
     return _ALIASES.get(name, name)
 
 

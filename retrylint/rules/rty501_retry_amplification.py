@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Optional, Tuple
 
 from ..model import RetryLayer, RetryPolicy, known
+from ..schedule import format_seconds, schedule
 from ..settings import Settings
 from .base import Diagnostic, Invalid, Rule, Valid
 
@@ -21,11 +22,46 @@ _TURN_OFF = {
 
 
 def attempts_of(policy: RetryPolicy) -> Optional[int]:
-    """The most calls a policy makes per operation, when it is a known number."""
+    """The most calls a policy makes per operation: its attempt limit, or, for a policy bounded
+    only by a known deadline (google-api-core ``Retry(timeout=120)``), the attempts that fit in
+    it at the expected waits (:func:`estimated`); None when not known."""
     attempts = policy.bound.attempts
-    if known(attempts) and float(attempts) >= 2:  # type: ignore[arg-type]
-        return int(attempts)  # type: ignore[arg-type]
+    if known(attempts):
+        return int(attempts) if float(attempts) >= 2 else None  # type: ignore[arg-type]
+    if estimated(policy):
+        laid = schedule(policy)
+        return len(laid.ranges) + 1 if len(laid.ranges) >= 1 else None
     return None
+
+
+def estimated(policy: RetryPolicy) -> bool:
+    """The attempt count is an estimate: only a deadline bounds the policy."""
+    bound = policy.bound
+    if bound.attempts is not None or not known(bound.deadline):
+        return False
+    laid = schedule(policy)
+    return laid.complete and all(known(r.expected) for r in laid.ranges)
+
+
+def amplified_text(policy: RetryPolicy) -> str:
+    """``3 × 4 = 12 attempts per call; 2,000 failing messages make 24,000 calls`` ("" when there
+    is no known product); ``~`` marks a count estimated from a deadline."""
+    found = amplification(policy)
+    if found is None:
+        return ""
+    layer, outer, inner = found
+    shown_outer = f"~{outer}" if estimated(policy) else str(outer)
+    shown_inner = f"~{inner}" if estimated(layer.policy) else str(inner)
+    approx = "~" if estimated(policy) or estimated(layer.policy) else ""
+    total = outer * inner
+    return (f"{shown_outer} × {shown_inner} = {approx}{total} attempts per call; {FAILING_MESSAGES:,} failing messages "
+            f"make {approx}{FAILING_MESSAGES * total:,} calls")
+
+
+def _attempts_phrase(policy: RetryPolicy, count: int) -> str:
+    if estimated(policy):
+        return f"about {count} attempts in its {format_seconds(policy.bound.deadline)} deadline at the expected waits"
+    return f"up to {count} attempts"
 
 
 def amplification(policy: RetryPolicy) -> Optional[Tuple[RetryLayer, int, int]]:
@@ -39,16 +75,6 @@ def amplification(policy: RetryPolicy) -> Optional[Tuple[RetryLayer, int, int]]:
         if inner is not None and (best is None or inner > best[2]):
             best = (layer, outer, inner)
     return best
-
-
-def product_text(policy: RetryPolicy) -> str:
-    """``3 × 4 = 12 attempts per call`` for ``explain`` ("" when there is no known product)."""
-    found = amplification(policy)
-    if found is None:
-        return ""
-    layer, outer, inner = found
-    return (f"{outer} × {inner} = {outer * inner} attempts per call "
-            f"(`{layer.call}`, line {layer.location.line}, retries on its own: {layer.policy.description}, {layer.via})")
 
 
 class RetryAmplification(Rule):
@@ -67,9 +93,13 @@ class RetryAmplification(Rule):
 
     Both layers must be known: the object is followed through a name bound once, a
     `self.` attribute that the class only ever sets to such an object, or a module-level
-    name, and both attempt limits must be numbers. The outer retry must catch what the
-    inner one raises when it gives up (a tenacity decorator without `reraise=True` raises
-    `RetryError`, not the original exception).
+    name, and both attempt limits must be numbers (a layer bounded only by a deadline, such
+    as google-api-core's `Retry(timeout=120)`, counts the attempts that fit in it at the
+    expected waits, shown with `~`). The outer retry must catch what the inner one raises
+    when it gives up: a tenacity decorator without `reraise=True` raises `RetryError`,
+    google-api-core's `Retry` raises `RetryError` once its timeout passes, requests raises
+    its `ConnectionError`/`RetryError`/timeouts, a celery task called directly does not
+    retry at all.
 
     ## Why is this bad?
     The attempts multiply: 3 outer attempts around a session that tries 4 times make
@@ -252,6 +282,20 @@ class RetryAmplification(Rule):
         ),
         Valid(
             """
+            import tenacity
+            from google.api_core import exceptions
+            from google.api_core.retry import Retry
+
+            RETRY = Retry(timeout=120)
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(exceptions.ServiceUnavailable))
+            def read(blob):
+                return blob.download_as_bytes(retry=RETRY)
+            """,
+            "google-api-core's Retry gives up with RetryError, which the outer retry does not catch",
+        ),
+        Valid(
+            """
             from celery import shared_task
 
             @shared_task(autoretry_for=(ConnectionError,), max_retries=3)
@@ -380,6 +424,21 @@ class RetryAmplification(Rule):
             line=8,
             message="6 × 3 = 18 attempts per call",
         ),
+        Invalid(
+            """
+            import tenacity
+            from google.api_core import exceptions
+            from google.api_core.retry import Retry
+
+            RETRY = Retry(timeout=120)
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(exceptions.GoogleAPIError))
+            def read(blob):
+                return blob.download_as_bytes(retry=RETRY)
+            """,
+            line=8,
+            message="about 10 attempts in its 2 min deadline at the expected waits; `retry=RETRY`): 3 × ~10 = ~30 attempts per call",
+        ),
     ]
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
@@ -387,7 +446,6 @@ class RetryAmplification(Rule):
         if found is None:
             return
         layer, outer, inner = found
-        total = outer * inner
         inner_policy = layer.policy
         turn_off = _TURN_OFF.get(inner_policy.source, "")
         if turn_off:
@@ -398,11 +456,10 @@ class RetryAmplification(Rule):
         also = f" ({more} more call{'s' if more > 1 else ''} in it retr{'y' if more > 1 else 'ies'} on its own too)" if more > 0 else ""
         yield self.at(
             policy,
-            f"{policy.description} makes up to {outer} attempts around `{layer.call}` (line {layer.location.line}), "
-            f"which retries on its own ({inner_policy.description}, line {inner_policy.location.line}: up to {inner} attempts; "
-            f"{layer.via}): {outer} × {inner} = {total} attempts per call; {FAILING_MESSAGES:,} failing messages make "
-            f"{FAILING_MESSAGES * total:,} calls{also}; {advice}",
+            f"{policy.description} makes {_attempts_phrase(policy, outer)} around `{layer.call}` (line {layer.location.line}), "
+            f"which retries on its own ({inner_policy.description}, line {inner_policy.location.line}: "
+            f"{_attempts_phrase(inner_policy, inner)}; {layer.via}): {amplified_text(policy)}{also}; {advice}",
         )
 
 
-__all__ = ["RetryAmplification", "amplification", "product_text"]
+__all__ = ["RetryAmplification", "amplification", "amplified_text", "attempts_of", "estimated"]

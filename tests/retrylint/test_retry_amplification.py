@@ -336,9 +336,14 @@ def test_known_exception_bases_match_the_installed_requests():
 
     from retrylint.extract.layers import _BASES, overlaps
 
+    import importlib
+
     def real(name):
         if name.startswith("requests."):
             return getattr(requests.exceptions, name.split(".", 1)[1])
+        if "." in name:
+            module, attr = name.rsplit(".", 1)
+            return getattr(importlib.import_module(module), attr)
         return getattr(builtins, name)
 
     for child, bases in _BASES.items():
@@ -349,6 +354,34 @@ def test_known_exception_bases_match_the_installed_requests():
     assert overlaps("IOError", "requests.exceptions.HTTPError")
     assert not overlaps("requests.exceptions.HTTPError", "requests.exceptions.Timeout")
     assert not overlaps("ValueError", "requests.exceptions.Timeout")
+    assert overlaps("redis.ConnectionError", "redis.exceptions.RedisError")
+    assert not overlaps("redis.exceptions.ResponseError", "redis.exceptions.ConnectionError")
+
+
+def test_what_each_client_raises_when_its_retries_give_up():
+    """The classes the layers say a client raises after its own retries, checked on the real
+    requests (a Retry that gives up on a 503), redis (a refused connection) and google-api-core
+    (a Retry whose timeout passes)."""
+    from retrylint.extract.layers import _FAMILIES, overlaps
+
+    def surfaces(source, exc):
+        name = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        assert any(overlaps(name, raised) for raised in _FAMILIES[source] if not raised.endswith(".")), (source, name)
+
+    import google.api_core.exceptions
+    import google.api_core.retry
+
+    calls = []
+
+    def unavailable():
+        calls.append(1)
+        raise google.api_core.exceptions.ServiceUnavailable("down")
+
+    retry = google.api_core.retry.Retry(initial=0.001, maximum=0.001, timeout=0.05)
+    with pytest.raises(google.api_core.exceptions.RetryError) as info:
+        retry(unavailable)()
+    surfaces("google-api-core", info.value)
+    assert not any(overlaps("google.api_core.exceptions.ServiceUnavailable", r) for r in _FAMILIES["google-api-core"])
 
 
 TIMEOUT_AROUND_CONNECTION_ERROR = textwrap.dedent(
