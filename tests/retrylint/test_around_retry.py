@@ -393,3 +393,37 @@ def test_a_reported_retry_creates_twice_and_a_silent_one_once():
     assert _run_against_a_server_that_loses_the_first_answer(unkeyed) == 2
     assert findings(keyed) == []
     assert _run_against_a_server_that_loses_the_first_answer(keyed) == 1
+
+
+# ---------------------------------------------------------------- the command line
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_the_rule_command_prints_the_docs(run, code):
+    from retrylint.rules import BY_CODE
+
+    rule = BY_CODE[code]
+    for name in (code, rule.name):
+        exit_code, out, _ = run("rule", name)
+        assert exit_code == 0 and "## Why is this bad?" in out and rule.name in out
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_check_reports_the_first_invalid_case_and_noqa_silences_it(project, run, code):
+    from retrylint.rules import BY_CODE
+
+    from .conftest import codes
+
+    case = BY_CODE[code].INVALID[0]
+    lines = textwrap.dedent(case.code).split("\n")
+    (project.root / "service.py").write_text("\n".join(lines), encoding="utf-8")
+    exit_code, out, _ = run("check", "--select", code, "--output-format", "json", "service.py")
+    import json
+
+    found = json.loads(out)
+    assert exit_code == 1 and [f["code"] for f in found] == [code]
+    assert found[0]["location"]["row"] == case.line and case.message in found[0]["message"]
+    lines[case.line - 1] += f"  # noqa: {code}"
+    (project.root / "service.py").write_text("\n".join(lines), encoding="utf-8")
+    exit_code, out, _ = run("check", "--select", code, "service.py")
+    assert exit_code == 0 and codes(out) == [], out
