@@ -28,7 +28,8 @@ What is a create, and what makes it safe (precision first: anything not read is 
   A POST to an endpoint named for a read, a login or a computation (``search``, ``query``,
   ``graphql``, ``token``, ``oauth``, ``login``, ``auth``, ``verify``, ``validate``,
   ``completions``, ``embeddings``, …) is not a create: POST is only the transport there; nor is
-  one whose path cannot be read (a parameter, ``f"https://{host}/{path}"``): it may be either.
+  one whose last path segment cannot be read (a parameter, ``f"https://{host}/api/{route}"``):
+  it may be either.
 * SQL ``INSERT`` (``cursor.execute("INSERT …")``, SQLAlchemy ``insert(...)``) with no
   ``ON CONFLICT``/``ON DUPLICATE KEY``/``INSERT OR IGNORE|REPLACE``/``INSERT IGNORE``/
   ``WHERE NOT EXISTS``/``MERGE``/``on_conflict_do_*``; Django ``objects.create(...)`` and
@@ -630,8 +631,9 @@ def _prefix_ignores(call: cst.Call, ctx: ModuleContext) -> bool:
     return any(re.search(r"IGNORE|REPLACE", _string_text(p, ctx) or "", re.I) for p in positional)
 
 
-#: A URL with a path segment we can read (``/orders``, ``{}/jobGroups``), not only holes (``{}/{}``).
-_KNOWN_PATH = re.compile(r"(?:^|/)[A-Za-z_][\w.-]*(?:/|$|\?)")
+#: A URL whose last path segment we can read (``/orders``, ``{}/jobGroups``, ``/flows/{}/copy``), not
+#: a hole (``{}/{}``, ``/api/{route}``): the last segment names what the POST does.
+_KNOWN_PATH = re.compile(r"(?:^|/)[A-Za-z_][\w.-]*/?(?:$|\?)")
 _SCHEME_HOST = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]*", re.I)
 
 

@@ -35,8 +35,8 @@ class NonIdempotentRetry(Rule):
 
     Not reported: GET/PUT/DELETE; a POST to an endpoint named for a read, a login or a
     computation (`search`, `query`, `graphql`, `token`, `oauth`, `login`, `completions`,
-    `embeddings`, …: POST is only the transport there), or to an endpoint whose path cannot be
-    read (a parameter, `f"https://{host}/{path}"`); a database create inside
+    `embeddings`, …: POST is only the transport there), or to an endpoint whose last path
+    segment cannot be read (a parameter, `f"https://{host}/api/{route}"`); a database create inside
     `transaction.atomic()`/`session.begin()` that ends the attempt (a failed attempt rolls it
     back); a create that records the attempt number (`is_retry=self.request.retries > 0`:
     one row per attempt is the intent); upserts and conditional puts; an
