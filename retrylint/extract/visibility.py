@@ -32,7 +32,6 @@ leases by itself.
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -42,7 +41,7 @@ from ..schedule import format_seconds, largest_reachable_delay, schedule
 from ..syntax import DEFERRED, call_args, dotted_name, last_name, walk
 from .brokers import RECEIVE, STREAM, Brokers
 from .context import ModuleContext
-from .libraries.common import decorated, resolve, seconds, value
+from .libraries.common import decorated, resolve, value
 from .queue_names import QueueNames
 
 #: Calls that extend the window of a message being worked on.
