@@ -21,7 +21,9 @@ or nothing is judged:
   Bus** receivers (one ``lock_duration`` given to ``create_queue``/``create_subscription``):
   the consumer holds the message for the worst-case total wait of the retries that run after
   the receive in the same function (a hand-written retry there, or a call to a function of
-  the module that a retry library decorates), as :func:`retrylint.schedule.schedule` computes it.
+  the module that a retry library decorates), as :func:`retrylint.schedule.schedule` computes it,
+  or for a handler timeout around it when that is shorter (``asyncio.wait_for(…, timeout=N)``,
+  ``asyncio.timeout(N)``, ``anyio.fail_after(N)``, ``eventlet.Timeout(N)``).
 
 A heartbeat that extends the window anywhere in the module (``change_message_visibility``,
 ``change_message_visibility_batch``, ``modify_ack_deadline``, ``renew_message_lock``,
@@ -369,7 +371,8 @@ def _retry_wait_after(receive: cst.Call, function: cst.FunctionDef, ctx: ModuleC
         if policy.source not in ("loop", "recursion") or policy.extent is None:
             continue
         if start < policy.extent.line and policy.extent.end_line <= where.end_line and policy.extent.line >= where.line:
-            candidates.append(_total(policy, f"the {policy.description} (line {policy.location.line})"))
+            candidates.append(_bounded(_total(policy, f"the {policy.description} (line {policy.location.line})"),
+                                       policy.anchor, function, ctx))
     for node in walk(function.body, skip=DEFERRED):
         if not isinstance(node, cst.Call):
             continue
@@ -378,12 +381,46 @@ def _retry_wait_after(receive: cst.Call, function: cst.FunctionDef, ctx: ModuleC
             receiver = dotted_name(node.func.value) if isinstance(node.func, cst.Attribute) else None
             if receiver in (None, "self", "cls"):
                 policy = retried[name]
-                candidates.append(_total(policy, f"`{name}()` (line {ctx.location(node).line}), retried by its "
-                                                 f"{policy.description} (line {policy.location.line}),"))
+                candidates.append(_bounded(_total(policy, f"`{name}()` (line {ctx.location(node).line}), retried by its "
+                                                          f"{policy.description} (line {policy.location.line}),"),
+                                           node, function, ctx))
     candidates = [c for c in candidates if c[0] >= 0]
     if not candidates:
         return None
     return max(candidates, key=lambda c: c[0])
+
+
+#: Calls that bound the time of what runs inside them (the handler timeout of the doctrine).
+_TIMEOUT_CONTEXTS = frozenset({"timeout", "fail_after", "move_on_after", "Timeout", "timeout_at"})
+
+
+def _bounded(held: Tuple[float, str], node: Optional[cst.CSTNode], function: cst.FunctionDef,
+             ctx: ModuleContext) -> Tuple[float, str]:
+    """A wait cut by a handler timeout around it: ``asyncio.wait_for(handle(m), timeout=45)``,
+    ``async with asyncio.timeout(45):``, ``anyio.fail_after(45)``, ``with eventlet.Timeout(45):``."""
+    if node is None or held[0] < 0:
+        return held
+    limits: List[float] = []
+    for ancestor in ctx.ancestors(node):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, cst.Call) and last_name(ancestor.func) == "wait_for":
+            positional, keywords = call_args(ancestor)
+            limit = _number(keywords.get("timeout") or (positional[1] if len(positional) > 1 else None), ctx)
+            if known(limit):
+                limits.append(float(limit))  # type: ignore[arg-type]
+        elif isinstance(ancestor, cst.With):
+            for item in ancestor.items:
+                call = item.item
+                if isinstance(call, cst.Call) and last_name(call.func) in _TIMEOUT_CONTEXTS:
+                    positional, keywords = call_args(call)
+                    limit = _number(keywords.get("delay") or keywords.get("seconds") or keywords.get("timeout")
+                                    or (positional[0] if positional else None), ctx)
+                    if known(limit):
+                        limits.append(float(limit))  # type: ignore[arg-type]
+    if limits and min(limits) < held[0]:
+        return min(limits), f"{held[1]}, cut by a {format_seconds(min(limits))} handler timeout,"
+    return held
 
 
 def _total(policy: RetryPolicy, text: str) -> Tuple[float, str]:

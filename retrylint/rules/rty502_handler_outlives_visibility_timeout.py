@@ -255,6 +255,23 @@ class HandlerOutlivesVisibilityTimeout(Rule):
             """,
             "the backoff is capped at 30 s, under the 60 s visibility timeout",
         ),
+        Valid(
+            """
+            import asyncio, json
+            import aioboto3, tenacity
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(8), wait=tenacity.wait_exponential(multiplier=1, max=20))
+            async def charge(order): ...
+
+            async def consume(sqs, queue_url):
+                while True:
+                    resp = await sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=60)
+                    for message in resp.get("Messages", []):
+                        await asyncio.wait_for(charge(json.loads(message["Body"])), timeout=45)
+                        await sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            """,
+            "a 45 s handler timeout cuts the 71 s retry under the 60 s visibility timeout (the doctrine's numbers)",
+        ),
     ]
     INVALID = [
         Invalid(

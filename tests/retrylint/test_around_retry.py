@@ -427,3 +427,20 @@ def test_check_reports_the_first_invalid_case_and_noqa_silences_it(project, run,
     (project.root / "service.py").write_text("\n".join(lines), encoding="utf-8")
     exit_code, out, _ = run("check", "--select", code, "service.py")
     assert exit_code == 0 and codes(out) == [], out
+
+
+def test_a_handler_timeout_bounds_what_the_consumer_holds():
+    from retrylint.rules import BY_CODE
+
+    valid = next(v.code for v in BY_CODE["RTY502"].VALID if "wait_for" in v.code)
+    assert findings(valid) == []
+    unbounded = valid.replace('asyncio.wait_for(charge(json.loads(message["Body"])), timeout=45)',
+                              'charge(json.loads(message["Body"]))')
+    found = findings(unbounded)
+    assert [c for c, _, _ in found] == ["RTY502"] and "can wait 1.18 min in all" in found[0][2]  # 71 s, under a 60 s window
+    shorter_window = valid.replace("VisibilityTimeout=60", "VisibilityTimeout=30")
+    found = findings(shorter_window)
+    assert len(found) == 1 and "cut by a 45 s handler timeout" in found[0][2]
+    scoped = valid.replace('await asyncio.wait_for(charge(json.loads(message["Body"])), timeout=45)',
+                           'async with asyncio.timeout(45):\n                    await charge(json.loads(message["Body"]))')
+    assert findings(scoped) == []
