@@ -649,6 +649,8 @@ def _fresh_advice(key: str, fresh: str) -> str:
 
 
 def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[RetriedCreate]:
+    if not policies:
+        return []  # nothing is retried
     creates = _Creates(ctx)
     out: List[RetriedCreate] = []
     seen: Set[int] = set()
