@@ -46,7 +46,9 @@ What is a create, and what makes it safe (precision first: anything not read is 
   deduplicates on the body's hash, so only a body or id that changes between attempts
   defeats it. Standard (non-FIFO) queues are at-least-once anyway; their consumers dedupe.
 
-Not judged either: a database create inside ``with transaction.atomic():`` (or
+Not judged either: a retry of connection failures only (``requests.ConnectTimeout``,
+``httpx.ConnectError``/``ConnectTimeout``, ``aiohttp.ClientConnectorError``: the request never
+left), a database create inside ``with transaction.atomic():`` (or
 ``session.begin()``) that ends the attempt (a failed attempt rolls it back), and a create that
 records the attempt number (``is_retry=self.request.retries > 0``): a row per attempt is meant.
 
@@ -648,6 +650,25 @@ def _fresh_advice(key: str, fresh: str) -> str:
             "operation, before the retry, and pass it in")
 
 
+#: Failures raised before an HTTP request leaves the client: a retry of only these never re-sends
+#: a request the server saw (``requests.ConnectionError`` is not one: it also covers a reset after
+#: the write).
+CONNECT_ONLY = frozenset({
+    "requests.ConnectTimeout", "requests.exceptions.ConnectTimeout", "httpx.ConnectError", "httpx.ConnectTimeout",
+    "httpx.PoolTimeout", "aiohttp.ClientConnectorError", "aiohttp.client_exceptions.ClientConnectorError",
+    "urllib3.exceptions.NewConnectionError", "urllib3.exceptions.ConnectTimeoutError", "ConnectionRefusedError",
+    "socket.gaierror",
+})
+
+
+def _connect_only(policy: RetryPolicy) -> bool:
+    from ..model import CatchKind
+
+    return bool(policy.errors) and all(
+        e.kind is CatchKind.NAMED and e.names and all(n in CONNECT_ONLY for n in e.names) for e in policy.errors
+    )
+
+
 def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[RetriedCreate]:
     if not policies:
         return []  # nothing is retried
@@ -657,6 +678,8 @@ def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[Retried
     for policy in policies:
         if policy.bound.never_retries:
             continue
+        if _connect_only(policy):
+            continue  # the request never reached the server when the retry runs
         for region in creates.regions(policy):
             for call in creates.calls_in(region):
                 if id(call) in seen:

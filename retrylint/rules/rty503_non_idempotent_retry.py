@@ -43,7 +43,8 @@ class NonIdempotentRetry(Rule):
     unconditional `put_item` of the same item (an overwrite); FIFO sends without a
     deduplication id and with a stable body (SQS refuses them or deduplicates on the body);
     standard-queue sends; urllib3's default `allowed_methods` (no POST); httpx
-    `HTTPTransport(retries=...)` and `Retry(read=0)` without status retries (they retry only
+    `HTTPTransport(retries=...)`, `Retry(read=0)` without status retries and retries of
+    connection failures only (`requests.ConnectTimeout`, `httpx.ConnectError`: they retry only
     connections that never carried the request); headers or bodies that cannot be read.
 
     ## Why is this bad?
@@ -287,6 +288,17 @@ class NonIdempotentRetry(Rule):
                     return None
             """,
             "no retry: the POST runs once",
+        ),
+        Valid(
+            """
+            import httpx, tenacity
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(4), wait=tenacity.wait_random_exponential(max=10),
+                            retry=tenacity.retry_if_exception_type((httpx.ConnectError, httpx.ConnectTimeout)))
+            def place_order(client: httpx.Client, order):
+                return client.post("https://api.shop.example/orders", json=order)
+            """,
+            "only connection failures are retried: the POST never reached the server when it is sent again",
         ),
     ]
     INVALID = [

@@ -444,3 +444,39 @@ def test_a_handler_timeout_bounds_what_the_consumer_holds():
     scoped = valid.replace('await asyncio.wait_for(charge(json.loads(message["Body"])), timeout=45)',
                            'async with asyncio.timeout(45):\n                    await charge(json.loads(message["Body"]))')
     assert findings(scoped) == []
+
+
+def test_a_retry_of_connection_failures_only_never_resends_a_create():
+    from retrylint.rules import BY_CODE
+
+    valid = next(v.code for v in BY_CODE["RTY503"].VALID if "httpx.ConnectError, httpx.ConnectTimeout" in v.code)
+    assert findings(valid) == []
+    for broader in ("httpx.TransportError", "(httpx.ConnectError, httpx.ReadTimeout)"):
+        code = valid.replace("(httpx.ConnectError, httpx.ConnectTimeout)", broader)
+        assert [c for c, _, _ in findings(code)] == ["RTY503"], broader
+    loop = """
+    import time
+    import requests
+
+    def place_order(order):
+        for attempt in range(4):
+            try:
+                return requests.post("https://api.shop.example/orders", json=order, timeout=10)
+            except {caught}:
+                time.sleep(2 ** attempt)
+    """
+    assert findings(loop.replace("{caught}", "requests.ConnectTimeout")) == []
+    # requests.ConnectionError also covers a connection reset after the request was written.
+    assert [c for c, _, _ in findings(loop.replace("{caught}", "requests.ConnectionError"))] == ["RTY503"]
+
+
+def test_the_connect_only_exceptions_are_raised_before_the_request_leaves():
+    import httpx
+    import requests
+
+    assert issubclass(requests.exceptions.ConnectTimeout, requests.exceptions.ConnectionError)
+    assert not issubclass(requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError)
+    assert issubclass(httpx.ConnectError, httpx.TransportError) and not issubclass(httpx.ReadError, httpx.ConnectError)
+    with pytest.raises(requests.exceptions.ConnectionError) as caught:
+        requests.post("http://127.0.0.1:9/orders", json={}, timeout=2)  # port 9: nothing listens
+    assert "Connection refused" in str(caught.value) or "NewConnectionError" in str(caught.value)
