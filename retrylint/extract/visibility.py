@@ -29,7 +29,9 @@ A heartbeat that extends the window anywhere in the module (``change_message_vis
 ``change_message_visibility_batch``, ``modify_ack_deadline``, ``renew_message_lock``,
 ``AutoLockRenewer``, a receiver with ``auto_lock_renewer=``/``max_lock_renewal_duration``)
 keeps the rule silent, and so does Pub/Sub's streaming pull (``subscribe``), which extends
-leases by itself.
+leases by itself. A Service Bus renewer with a known ``max_lock_renewal_duration`` (the same in
+the whole module, nothing renewing by hand) is no open-ended heartbeat: the lock lasts that long
+plus one ``lock_duration``, and that is the window.
 """
 
 from __future__ import annotations
@@ -164,13 +166,38 @@ def _celery_settings(ctx: ModuleContext) -> _Settings:
 
 
 def _heartbeat(ctx: ModuleContext) -> bool:
+    """Something extends the window for as long as the work runs. A Service Bus lock renewer
+    that stops after a known ``max_lock_renewal_duration`` is not this: see :func:`_renewal_limit`."""
+    limited = _renewal_limit(ctx) is not None
     for node in walk(ctx.module, skip=()):
         if isinstance(node, cst.Call):
-            if last_name(node.func) in HEARTBEATS:
+            name = last_name(node.func)
+            if name in HEARTBEATS and not (limited and name == "AutoLockRenewer"):
                 return True
-            if any(a.keyword is not None and a.keyword.value in _RENEWER_KEYWORDS for a in node.args):
+            if not limited and any(a.keyword is not None and a.keyword.value in _RENEWER_KEYWORDS for a in node.args):
                 return True
     return False
+
+
+def _renewal_limit(ctx: ModuleContext) -> Optional[Tuple[float, cst.CSTNode]]:
+    """The one known ``max_lock_renewal_duration`` of the module's Service Bus lock renewers,
+    when every renewer has one (``AutoLockRenewer(max_lock_renewal_duration=300)``, a receiver's
+    ``max_lock_renewal_duration=``) and nothing renews by hand; else None."""
+    limits: List[Tuple[Num, cst.CSTNode]] = []
+    for node in walk(ctx.module, skip=()):
+        if not isinstance(node, cst.Call):
+            continue
+        name = last_name(node.func)
+        _, keywords = call_args(node)
+        if name in ("renew_message_lock", "renew_lock", "register"):
+            return None
+        if "max_lock_renewal_duration" in keywords:
+            limits.append((_number(keywords["max_lock_renewal_duration"], ctx), node))
+        elif name == "AutoLockRenewer":
+            return None  # its default (300 s) applies per registration; keep it a heartbeat
+    if not limits or not all(known(n) for n, _ in limits) or len({n for n, _ in limits}) != 1:
+        return None
+    return float(limits[0][0]), limits[0][1]  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- celery
@@ -339,6 +366,12 @@ def _consumers(ctx: ModuleContext, policies: Sequence[RetryPolicy], heartbeat: b
             window_text = f"queue's {label} of {format_seconds(window)} (line {ctx.location(where).line})"
         if not known(window):
             continue
+        renewal = _renewal_limit(ctx) if family == "servicebus" else None
+        if renewal is not None:
+            # Renewed until max_lock_renewal_duration has passed, then held one more lock at most.
+            window = float(window) + renewal[0]  # type: ignore[arg-type]
+            window_text = (f"{window_text}, renewed for `max_lock_renewal_duration` = {format_seconds(renewal[0])} "
+                           f"(line {ctx.location(renewal[1]).line}): {format_seconds(window)} in all")
         function = ctx.enclosing_function(node)
         if function is None:
             continue

@@ -12,7 +12,7 @@ from .base import Diagnostic, Invalid, Rule, Valid
 _HEARTBEAT = {
     "sqs": "a heartbeat that calls `change_message_visibility` every {beat} while the work runs",
     "pubsub": "a heartbeat that calls `modify_ack_deadline` every {beat} (or the streaming `subscribe`, which extends leases itself)",
-    "servicebus": "an `AutoLockRenewer` (or `renew_message_lock` every {beat})",
+    "servicebus": "an `AutoLockRenewer` whose `max_lock_renewal_duration` covers the work (or `renew_message_lock` every {beat})",
 }
 
 
@@ -35,7 +35,8 @@ class HandlerOutlivesVisibilityTimeout(Rule):
     Both numbers must be in the module. A heartbeat anywhere in it
     (`change_message_visibility`, `modify_ack_deadline`, `renew_message_lock`,
     `AutoLockRenewer`, `auto_lock_renewer=`) and Pub/Sub's streaming `subscribe` (it extends
-    leases itself) keep the rule silent. Without `acks_late`, celery acks a message before
+    leases itself) keep the rule silent; a Service Bus renewer with a known
+    `max_lock_renewal_duration` extends the window by that much only. Without `acks_late`, celery acks a message before
     the task runs, so a long run alone is not reported.
 
     ## Why is this bad?

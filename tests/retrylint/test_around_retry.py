@@ -480,3 +480,33 @@ def test_the_connect_only_exceptions_are_raised_before_the_request_leaves():
     with pytest.raises(requests.exceptions.ConnectionError) as caught:
         requests.post("http://127.0.0.1:9/orders", json={}, timeout=2)  # port 9: nothing listens
     assert "Connection refused" in str(caught.value) or "NewConnectionError" in str(caught.value)
+
+
+def test_a_service_bus_renewer_with_a_known_limit_extends_the_lock_by_that_much_only():
+    code = """
+    import time
+    from datetime import timedelta
+    from azure.servicebus import AutoLockRenewer, ServiceBusClient
+    from azure.servicebus.management import ServiceBusAdministrationClient
+
+    admin = ServiceBusAdministrationClient.from_connection_string("Endpoint=sb://shop/")
+    admin.create_queue("orders", lock_duration=timedelta(seconds=30))
+
+    def consume(client: ServiceBusClient):
+        renewer = AutoLockRenewer({renewal})
+        with client.get_queue_receiver("orders", auto_lock_renewer=renewer) as receiver:
+            for message in receiver:
+                for attempt in range({attempts}):
+                    try:
+                        process(message)
+                        break
+                    except ConnectionError:
+                        time.sleep(2 ** attempt)
+                receiver.complete_message(message)
+    """
+    found = findings(code.replace("{renewal}", "max_lock_renewal_duration=60").replace("{attempts}", "8"))
+    assert [line for _, line, _ in found] == [12]  # 127 s of waits against 30 s + 60 s of renewal
+    assert "renewed for `max_lock_renewal_duration` = 1 min (line 11): 1.5 min in all" in found[0][2]
+    assert not findings(code.replace("{renewal}", "max_lock_renewal_duration=60").replace("{attempts}", "7"))  # 63 s
+    assert not findings(code.replace("{renewal}", "").replace("{attempts}", "8"))  # its default renews for 300 s
+    assert not findings(code.replace("{renewal}", "max_lock_renewal_duration=600").replace("{attempts}", "8"))
