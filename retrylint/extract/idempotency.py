@@ -128,16 +128,16 @@ def _generated(expr: Optional[cst.CSTNode], ctx: ModuleContext, region: cst.CSTN
     return None
 
 
-def _string_text(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Optional[str]:
+def _string_text(expr: Optional[cst.BaseExpression], ctx: ModuleContext, depth: int = 0) -> Optional[str]:
     """The text of a string (literal, concatenation, f-string with holes as ``{}``, ``text("…")``), else None."""
     expr = resolve(expr, ctx) if expr is not None else None
-    if expr is None:
+    if expr is None or depth > 40:
         return None
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
         return value if isinstance(value, str) else value.decode("latin-1")
     if isinstance(expr, cst.ConcatenatedString):
-        left, right = _string_text(expr.left, ctx), _string_text(expr.right, ctx)
+        left, right = _string_text(expr.left, ctx, depth + 1), _string_text(expr.right, ctx, depth + 1)
         return left + right if left is not None and right is not None else None
     if isinstance(expr, cst.FormattedString):
         parts = []
@@ -145,19 +145,19 @@ def _string_text(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Opti
             parts.append(part.value if isinstance(part, cst.FormattedStringText) else "{}")
         return "".join(parts)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        left, right = _string_text(expr.left, ctx), _string_text(expr.right, ctx)
+        left, right = _string_text(expr.left, ctx, depth + 1), _string_text(expr.right, ctx, depth + 1)
         if left is None and right is None:
             return None
         return (left or "{}") + (right or "{}")
     if isinstance(expr, cst.Call) and last_name(expr.func) in ("urljoin", "join") and len(call_args(expr)[0]) >= 2:
-        parts = [_string_text(p, ctx) for p in call_args(expr)[0]]
+        parts = [_string_text(p, ctx, depth + 1) for p in call_args(expr)[0]]
         return "/".join(p if p is not None else "{}" for p in parts)  # urljoin(base, "v4/jobGroups")
     if isinstance(expr, cst.Call) and last_name(expr.func) in ("text", "format", "dedent", "strip"):
         positional, _ = call_args(expr)
         if last_name(expr.func) == "format" and isinstance(expr.func, cst.Attribute):
-            return _string_text(expr.func.value, ctx)
+            return _string_text(expr.func.value, ctx, depth + 1)
         if positional:
-            return _string_text(positional[0], ctx)
+            return _string_text(positional[0], ctx, depth + 1)
     return None
 
 
