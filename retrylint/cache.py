@@ -73,12 +73,12 @@ def _encode(report) -> tuple:
                                            tuple((e.line, e.column, e.end_line, e.end_column, e.content) for e in f.fix.edits)))
         for f in report.findings
     )
-    return (report.path, report.notice, findings)
+    return (report.path, report.notice, findings, tuple(report.dependencies))
 
 
 def _decode(data: tuple) -> Report:
-    path, notice, findings = data
-    return Report(path, notice=notice, findings=[
+    path, notice, findings, dependencies = data
+    return Report(path, notice=notice, dependencies=tuple(dependencies), findings=[
         Record(code, name, message, where, Location(*location), url,
                None if fix is None else Fix(fix[0], fix[1], tuple(Edit(*edit) for edit in fix[2])))
         for code, name, message, where, location, url, fix in findings
@@ -95,6 +95,17 @@ class Cache:
         #: what this run added: only these are written back (see save)
         self.added: Dict[str, Tuple[str, tuple]] = {}
         self.entries = self._load()
+        #: digests of dependency files, read once per run (many files import one config module)
+        self._digests: Dict[str, Optional[str]] = {}
+
+    def _current_digest(self, path: str) -> Optional[str]:
+        if path not in self._digests:
+            try:
+                with open(path, "rb") as handle:
+                    self._digests[path] = digest(handle.read())
+            except OSError:
+                self._digests[path] = None
+        return self._digests[path]
 
     def _load(self) -> Dict[str, Tuple[str, tuple]]:
         try:
@@ -112,9 +123,13 @@ class Cache:
         entry = self.entries.get(str(path.absolute()))
         if entry is not None and entry[0] == content_digest:
             try:
-                return _decode(entry[1])
+                report = _decode(entry[1])
             except (TypeError, ValueError):
                 return None  # a cache written by another layout: analyse again
+            # A value read from another module (``from .config import MAX_RETRIES``): the
+            # result holds only while that module is unchanged too.
+            if all(self._current_digest(other) == seen for other, seen in report.dependencies):
+                return report
         return None
 
     def put(self, path: Path, content_digest: str, report) -> None:

@@ -25,6 +25,7 @@ from .noqa import parse_suppressions
 from .rules import RULES, SyntaxErrorRule
 from .rules.base import Rule
 from .settings import Settings
+from .program import Program
 from .summaries import Summaries, summarise
 from .records import Record, Report
 
@@ -83,7 +84,7 @@ def check_path(path: Path, display: str, settings: Settings, want_policies: bool
         text = decode_source(data)
     except SourceError as exc:
         return _unreadable(display, str(exc))
-    return check_source(text, display, settings, want_policies=want_policies, narrowing=narrowing, data=data)
+    return check_source(text, display, settings, want_policies=want_policies, narrowing=narrowing, data=data, path=path)
 
 
 def check_source(
@@ -94,7 +95,10 @@ def check_source(
     rules: Optional[Sequence[Type[Rule]]] = None,
     narrowing: bool = True,
     data: Optional[bytes] = None,
+    path: Optional[Path] = None,
 ) -> FileReport:
+    """``path``: the file on disk, when there is one: other modules of its tree may then be
+    read for values the file imports (standard input and the flake8 plugin see one file)."""
     report = FileReport(display)
     code: Optional[str] = text
     active = None
@@ -113,9 +117,13 @@ def check_source(
     if isinstance(parsed, str):
         report.notice = parsed
         return report
+    tree = tree if tree is not None else _whole_tree(text)
+    program = Program(tree, display, path)
     try:
-        ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(parsed), summaries=_summaries(tree, text))
+        ctx = ModuleContext(parsed, display, settings, sleepers=find_sleepers(parsed), summaries=_summaries(tree),
+                            program=program)
         policies = extract_policies(ctx, active)
+        policies = _with_origins(policies, ctx)
         dead_letters = extract_dead_letters(ctx, active)
         around = extract_around(ctx, policies, active)
     except RecursionError:
@@ -153,16 +161,37 @@ def check_source(
                         rule_class.url(), fix)
             )
     report.findings.sort(key=lambda f: (f.location.line, f.location.column, f.code))
+    report.dependencies = tuple(sorted(program.dependencies.items()))
     return report
 
 
-def _summaries(tree: Optional[ast.Module], text: str) -> Summaries:
+def _with_origins(policies: List[RetryPolicy], ctx: ModuleContext) -> List[RetryPolicy]:
+    """Each site, with the values it read from elsewhere in the program (for ``explain``)."""
+    if not ctx.outside_values:
+        return policies
+    out = []
+    for policy in policies:
+        anchor = policy.anchor
+        origins = tuple(dict.fromkeys(
+            f"`{ctx.code(use)}` = {value.text}: {value.origin}, {value.path}:{value.line}"
+            for use, value in ctx.outside_values
+            if anchor is not None and (use is anchor or ctx.is_inside(use, anchor))
+        ))
+        out.append(policy.with_(origins=origins) if origins else policy)
+    return out
+
+
+def _whole_tree(text: str) -> Optional[ast.Module]:
+    try:
+        return _ast_parse(text)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+
+
+def _summaries(tree: Optional[ast.Module]) -> Summaries:
     """Facts about the module's functions, from the whole file (narrowing blanks helpers)."""
     if tree is None:
-        try:
-            tree = _ast_parse(text)
-        except (SyntaxError, RecursionError, MemoryError, ValueError):
-            return Summaries.EMPTY
+        return Summaries.EMPTY
     try:
         return summarise(tree)
     except RecursionError:

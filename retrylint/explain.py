@@ -124,6 +124,8 @@ def to_dict(policy: RetryPolicy, path: str) -> Dict[str, Any]:
         "total_wait_worst": num(laid.total_worst),
         "total_wait_expected": num(laid.total_expected),
         **_around(policy, num),
+        # Only where a value was read from elsewhere (``explain`` text: "values from").
+        **({"origins": list(policy.origins)} if policy.origins else {}),
     }
 
 
@@ -181,6 +183,9 @@ def to_text(policy: RetryPolicy, path: str) -> str:
     worst = format_seconds(laid.total_worst)
     expected = format_seconds(laid.total_expected)
     lines.append(f"  total wait:  worst {worst}, expected {expected}")
+    for index, origin in enumerate(policy.origins):
+        # A value the site reads from elsewhere: where a reader can check it.
+        lines.append(f"  {'values from:' if index == 0 else '':<13}{origin}")
     lines.extend(around_lines(policy))
     return "\n".join(lines) + "\n"
 

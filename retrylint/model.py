@@ -261,6 +261,9 @@ class RetryPolicy:
     #: ``--fix``. Not part of the model's value.
     anchor: Any = field(default=None, compare=False, repr=False)
     delay_anchor: Any = field(default=None, compare=False, repr=False)
+    #: Values read away from the site (``self.delay`` set in ``__init__``, an imported
+    #: constant), each as "`expr` = value: where it was found" (``explain`` shows them).
+    origins: Tuple[str, ...] = ()
     #: Calls inside the retried operation that retry on their own (RTY501), innermost last.
     inner: Tuple["RetryLayer", ...] = ()
 

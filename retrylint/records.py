@@ -6,7 +6,7 @@ file with no retry word that compiles) reports without importing the engine or l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from .fix_model import Fix
 from .model import Location
@@ -39,6 +39,8 @@ class Report:
     notice: Optional[str] = None
     #: An internal error of retrylint itself.
     error: Optional[str] = None
+    #: Other files whose facts the result depends on: (absolute path, content digest).
+    dependencies: Tuple[Tuple[str, str], ...] = ()
 
 
 def plain(report: Any) -> Report:
@@ -49,4 +51,5 @@ def plain(report: Any) -> Report:
         findings=[Record(f.code, f.name, f.message, f.path, f.location, f.url, f.fix) for f in report.findings],
         notice=report.notice,
         error=report.error,
+        dependencies=report.dependencies,
     )

@@ -179,14 +179,17 @@ def mentions_time(node: cst.CSTNode, ctx: ModuleContext, depth: int = 0) -> bool
     return False
 
 
-def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_loop_head: bool = False) -> Guard:
-    """What a loop-exit test checks."""
+def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_loop_head: bool = False,
+                   negated: bool = False) -> Guard:
+    """What a loop-exit test checks. ``negated``: the loop is left when the test is *false*
+    (``if tries <= 3: sleep(); continue`` then ``raise``)."""
     test = unwrap_await(test)
     names = _names(test)
     if isinstance(test, cst.BooleanOperation):
-        left = classify_guard(test.left, env, guard_line, at_loop_head)
-        right = classify_guard(test.right, env, guard_line, at_loop_head)
-        if isinstance(test.operator, cst.Or):
+        left = classify_guard(test.left, env, guard_line, at_loop_head, negated)
+        right = classify_guard(test.right, env, guard_line, at_loop_head, negated)
+        # not (a and b) exits when either fails: De Morgan turns the operator over.
+        if isinstance(test.operator, cst.Or) != negated:
             # Either test exits: the tighter of the two bounds holds.
             return _tighter(left, right)
         # Both must hold to exit: ``if max_retries is not None and retries >= max_retries``
@@ -207,7 +210,7 @@ def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_
         isinstance(n, cst.Call) and _call_mentions_counter(n, env) for n in walk(test)
     )):
         if isinstance(test, cst.Comparison):
-            return Guard("counter", attempts=_attempts(test, env, guard_line, at_loop_head))
+            return Guard("counter", attempts=_attempts(test, env, guard_line, at_loop_head, negated))
         return Guard("counter", attempts=UNKNOWN)
     if env.failure_names and any(n.split(".")[0] in env.failure_names for n in names):
         return Guard("failure")
@@ -216,9 +219,11 @@ def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = dotted_name(test.expression)
         if inner in env.counters:  # ``if not retries_left: raise``
-            return Guard("counter", attempts=_truthiness_attempts(inner, env, guard_line, at_loop_head, exit_when_zero=True))
-    if dotted_name(test) in env.counters:  # ``while retries:``
-        return Guard("counter", attempts=_truthiness_attempts(dotted_name(test), env, guard_line, at_loop_head, exit_when_zero=False))
+            return Guard("counter", attempts=_truthiness_attempts(inner, env, guard_line, at_loop_head,
+                                                                  exit_when_zero=not negated))
+    if dotted_name(test) in env.counters:  # ``while retries:``, ``if retries_left: continue``
+        return Guard("counter", attempts=_truthiness_attempts(dotted_name(test), env, guard_line, at_loop_head,
+                                                              exit_when_zero=negated))
     if mentions_time(test, env.ctx):
         return Guard("deadline", deadline=_deadline_value(test, env))
     if any(_DEADLINE_WORDS.search(n.rsplit(".", 1)[-1]) for n in names):
@@ -299,7 +304,7 @@ def _const(expr: cst.BaseExpression, env: GuardEnv) -> Num:
     return shape.value if shape.kind == "const" else UNKNOWN
 
 
-def _attempts(test: cst.Comparison, env: GuardEnv, guard_line: int, at_loop_head: bool) -> Num:
+def _attempts(test: cst.Comparison, env: GuardEnv, guard_line: int, at_loop_head: bool, negated: bool = False) -> Num:
     if len(test.comparisons) != 1:
         return UNKNOWN
     left, target = test.left, test.comparisons[0]
@@ -319,7 +324,7 @@ def _attempts(test: cst.Comparison, env: GuardEnv, guard_line: int, at_loop_head
     if compare is None or not (known(limit) and known(counter.init) and known(counter.step)):
         return UNKNOWN
     return _simulate(
-        lambda v: compare(v, float(limit)),  # type: ignore[arg-type]
+        lambda v: compare(v, float(limit)) != negated,  # type: ignore[arg-type]
         counter,
         guard_line,
         at_loop_head,

@@ -418,7 +418,7 @@ class Brokers:
                 if binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation:
                     return [binding.node.annotation.annotation]
             if not bindings:
-                constant = self.ctx.module_constant(expr.value)
+                constant = self.ctx.module_constant(expr.value, expr)
                 if constant is not None:
                     return self.origin(constant, depth + 1)
             return []

@@ -18,6 +18,7 @@ from libcst.metadata import (
 from libcst.metadata.scope_provider import Scope
 
 from ..model import Location
+from ..program import Program, Value
 from ..settings import Settings
 from ..summaries import Summaries, key_of
 from ..syntax import children, dotted_name, walk
@@ -54,7 +55,7 @@ class ModuleContext:
     """libcst metadata for one module, resolved once and shared by every extractor."""
 
     def __init__(self, module: cst.Module, path: str, settings: Settings, sleepers: FrozenSet[str] = frozenset(),
-                 summaries: Summaries = Summaries.EMPTY) -> None:
+                 summaries: Summaries = Summaries.EMPTY, program: Optional[Program] = None) -> None:
         self.module = module
         self.path = path
         self.settings = settings
@@ -62,6 +63,12 @@ class ModuleContext:
         self.sleepers = sleepers
         #: What the module's own helpers do (read from the whole file before narrowing).
         self.summaries = summaries
+        #: Values read away from their use (``self.delay`` set in ``__init__``, imported constants).
+        self.program = program if program is not None else Program(None, path)
+        #: Literal nodes standing for such values → the expression they stand for (for positions).
+        self._foreign: Dict[cst.CSTNode, cst.CSTNode] = {}
+        #: Every such value used, with the expression it stood for (``explain`` shows them).
+        self.outside_values: List[Tuple[cst.CSTNode, Value]] = []
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self._scopes = self._resolve(ScopeProvider)
         # Positions are a code-generation pass over the whole module: only a file with a
@@ -184,8 +191,9 @@ class ModuleContext:
     def location(self, node: cst.CSTNode, end: Optional[cst.CSTNode] = None) -> Location:
         if self._positions is None:
             self._positions = self._resolve(PositionProvider)
+        node = self._foreign.get(node, node)
         start = self._positions[node]
-        stop = self._positions[end] if end is not None else start
+        stop = self._positions[self._foreign.get(end, end)] if end is not None else start
         return Location(start.start.line, start.start.column + 1, stop.end.line, stop.end.column + 1)
 
     def code(self, node: cst.CSTNode) -> str:
@@ -276,8 +284,10 @@ class ModuleContext:
     def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
         return any(a is container for a in self.ancestors(node))
 
-    def module_constant(self, name: str) -> Optional[cst.BaseExpression]:
-        """The value of ``NAME = value`` at module level, if assigned exactly once."""
+    def module_constant(self, name: str, use: Optional[cst.CSTNode] = None) -> Optional[cst.BaseExpression]:
+        """The value of ``NAME = value`` at module level, if assigned exactly once; else a
+        constant imported from another module of the checked tree (``use``: the expression
+        asking, for positions and ``explain``)."""
         values: List[cst.BaseExpression] = []
         for statement in self.module.body:
             if isinstance(statement, cst.SimpleStatementLine):
@@ -289,7 +299,44 @@ class ModuleContext:
                     elif isinstance(small, cst.AnnAssign) and small.value is not None:
                         if isinstance(small.target, cst.Name) and small.target.value == name:
                             values.append(small.value)
-        return values[0] if len(values) == 1 else None
+        if len(values) == 1:
+            return values[0]
+        if values:
+            return None
+        found = self.program.name_value(name)
+        return self._stand_in(found, use) if found is not None and found.path != self.path else None
+
+    def outside_value(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """``self.x``/``cls.x``/``Class.x``/``module.X``/``settings.X`` when the program view
+        knows its only value: a literal node standing for it; else None."""
+        if not isinstance(expr, cst.Attribute):
+            return None
+        receiver = dotted_name(expr.value)
+        if receiver is None:
+            return None
+        owner = self.enclosing_class(expr) if receiver in ("self", "cls") else None
+        if receiver not in ("self", "cls") and self._bound_locally(expr, receiver.split(".")[0]):
+            return None
+        found = self.program.attribute_value(receiver, expr.attr.value, owner)
+        return self._stand_in(found, expr) if found is not None else None
+
+    def _bound_locally(self, expr: cst.CSTNode, head: str) -> bool:
+        """``config.X`` where ``config`` is a local variable or parameter, not the module."""
+        return any(b.kind not in ("import", "class") and not self._module_level(b.node)
+                   for b in self.bindings(expr, head))
+
+    def _module_level(self, node: cst.CSTNode) -> bool:
+        return not any(isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for a in self.ancestors(node))
+
+    def _stand_in(self, found: Value, use: Optional[cst.CSTNode]) -> Optional[cst.BaseExpression]:
+        try:
+            node = cst.parse_expression(found.text)
+        except Exception:  # noqa: BLE001 - a value libcst cannot write back is simply unknown
+            return None
+        if use is not None:
+            self._foreign[node] = use
+            self.outside_values.append((use, found))
+        return node
 
     def writes_in(self, container: cst.CSTNode) -> Dict[str, List[Binding]]:
         """Names and attributes (``self.delay``) assigned inside ``container`` (own frame only)."""

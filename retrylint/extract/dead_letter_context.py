@@ -228,7 +228,7 @@ class PayloadReader:
                 return unknown()
             values.append(binding.value)
         if not bindings:
-            constant = self.ctx.module_constant(name.value)
+            constant = self.ctx.module_constant(name.value, name)
             if constant is None:
                 return unknown()
             values = [constant]

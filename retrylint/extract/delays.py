@@ -274,10 +274,15 @@ def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
                 return inner  # drawn once, outside the loop: still the same delay every time
             return CONST_UNKNOWN
         if not bindings:
-            constant = env.ctx.module_constant(expr.value)
+            constant = env.ctx.module_constant(expr.value, expr)
             if constant is not None:
                 inner = _sub(constant, env)
                 return inner if inner.kind == "const" else CONST_UNKNOWN
+    elif isinstance(expr, cst.Attribute):
+        outside_value = env.ctx.outside_value(expr)
+        if outside_value is not None:
+            inner = _sub(outside_value, env)
+            return inner if inner.kind == "const" else CONST_UNKNOWN
     return CONST_UNKNOWN
 
 
@@ -457,6 +462,9 @@ def _before_sleep(node: cst.CSTNode, env: DelayEnv) -> bool:
 
 def _initial_value(expr: cst.BaseExpression, env: DelayEnv) -> Optional[Shape]:
     """The value before the loop: the one binding outside it."""
+    if isinstance(expr, cst.Attribute):
+        outside_value = env.ctx.outside_value(expr)  # ``self.delay`` set once, in ``__init__``
+        return _sub(outside_value, env) if outside_value is not None else None
     if not isinstance(expr, cst.Name):
         return None
     outside = []

@@ -120,7 +120,7 @@ def exception_names(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0
         bindings = [b for b in ctx.bindings(expr) if b.kind in ("assign", "annassign")]
         if len(bindings) == 1 and isinstance(bindings[0].value, (cst.Tuple, cst.List)):
             return exception_names(cst.Tuple(bindings[0].value.elements), ctx, depth + 1)  # type: ignore[union-attr]
-        constant = ctx.module_constant(expr.value)
+        constant = ctx.module_constant(expr.value, expr)
         if constant is not None and isinstance(constant, (cst.Tuple, cst.List)):
             return exception_names(cst.Tuple(constant.elements), ctx, depth + 1)
     if qualified:

@@ -119,6 +119,13 @@ def guard_exits(node: cst.If, ctx: ModuleContext) -> bool:
     return False
 
 
+def body_exits(node: cst.If) -> bool:
+    """Is the loop left when the test holds? (No: ``if tries <= 3: continue`` then ``raise``,
+    or ``if ok: … else: raise``: the test is then the condition to go round again.)"""
+    body, _ = if_branches(node)
+    return body is not None and bool(outcomes(body) & EXITS)
+
+
 def status_outcomes(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) -> FrozenSet[str]:
     """Like :func:`outcomes`, but every status test is decided for ``status``."""
     current = {FALL}

@@ -61,7 +61,7 @@ from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
-from .flow import exits_in, guard_exits, in_handler, rest_after, status_outcomes
+from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_outcomes
 from .status import ALL_STATUSES, mentions_status, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
@@ -907,7 +907,7 @@ def _bound(
             target.attempts = _tighter(target.attempts, 2)  # a flag allows a single retry
             texts.append("once: if " + ctx.code(node.test))
             continue
-        guard = classify_guard(node.test, env, ctx.location(node).line)
+        guard = classify_guard(node.test, env, ctx.location(node).line, negated=not body_exits(node))
         if guard.kind == "unknown" and any(ctx.is_inside(node, region) for region in attempt_regions):
             # A test on the success path is not a bound, unless it gives up by raising
             # (``if not eligible_servers: raise NoServersError``).

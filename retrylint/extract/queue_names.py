@@ -260,7 +260,7 @@ class QueueNames:
         """The values a simple name is assigned (all of them), or None when one is not readable."""
         bindings = [b for b in self.ctx.bindings(name) if b.kind != "import" or b.value is not None]
         if not bindings:
-            constant = self.ctx.module_constant(name.value)
+            constant = self.ctx.module_constant(name.value, name)
             return [constant] if constant is not None else None
         values = []
         for binding in bindings:

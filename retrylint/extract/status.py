@@ -155,7 +155,7 @@ def status_constant(expr: cst.BaseExpression, ctx: ModuleContext) -> Optional[in
         except KeyError:
             return _REQUESTS_CODE_ALIASES.get(last.lower())
     if isinstance(expr, cst.Name):
-        constant = ctx.module_constant(expr.value)
+        constant = ctx.module_constant(expr.value, expr)
         if constant is not None and constant is not expr:
             return status_constant(constant, ctx)
     return None
@@ -213,7 +213,7 @@ def _collection(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0) ->
         if len(bindings) == 1 and bindings[0].value is not None:
             return _collection(bindings[0].value, ctx, depth + 1)
         if not bindings:
-            constant = ctx.module_constant(expr.value)
+            constant = ctx.module_constant(expr.value, expr)
             if constant is not None:
                 return _collection(constant, ctx, depth + 1)
     if isinstance(expr, cst.Attribute) and depth < 5:

@@ -60,13 +60,18 @@ def resolve(expr: Optional[cst.BaseExpression], ctx: ModuleContext, depth: int =
         if len(bindings) == 1 and len(values) == 1:
             expr = unwrap_await(values[0])
         elif not bindings:
-            constant = ctx.module_constant(expr.value)
+            constant = ctx.module_constant(expr.value, expr)
             if constant is None:
                 return expr
             expr = unwrap_await(constant)
         else:
             return expr
         depth += 1
+    if isinstance(expr, cst.Attribute):
+        # ``Retry(total=self.max_retries)`` with the attribute set once from a literal default.
+        outside_value = ctx.outside_value(expr)
+        if outside_value is not None:
+            return outside_value
     return expr
 
 

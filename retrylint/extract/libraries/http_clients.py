@@ -144,7 +144,7 @@ def _dict_values(expr: cst.BaseExpression, ctx: ModuleContext) -> List[Optional[
     if isinstance(resolved, cst.Name):
         bindings = ctx.bindings(resolved)
         if not bindings:
-            constant = ctx.module_constant(resolved.value)
+            constant = ctx.module_constant(resolved.value, resolved)
             return [constant]
         return [b.value if b.kind == "assign" else None for b in bindings]
     return [resolved]

@@ -1,0 +1,563 @@
+"""The program view: values that a retry reads from somewhere other than its own function.
+
+A retry's bound or delay is often not written where the retry is: ``time.sleep(self.delay)``
+with ``self.delay = delay`` in ``__init__`` and ``delay=5`` as the parameter's default, a class
+attribute, a dataclass field, ``from .config import MAX_RETRIES``, ``settings.RETRY_CAP`` on a
+settings object whose class has a literal default. This module reads those facts from each
+module's ``ast`` (cheap, and serialisable), follows imports to other modules of the checked tree
+(on demand, a few hops deep), and hands the extractors a *literal*: only values that fold to a
+constant are facts. Everything else stays unknown: never guess.
+
+Every module read besides the checked one is a dependency of the file's result: the results
+cache keeps each one's content digest and misses when any of them changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: Calls whose ``default=`` (or first argument, for pydantic's ``Field``) is a field's value.
+_FIELD_CALLS = {"field", "ib", "attrib", "Field"}
+_TIMEDELTA_UNITS = {"days": 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds": 1.0, "milliseconds": 0.001,
+                    "microseconds": 1e-6, "weeks": 604800.0}
+#: How many imports/bases a value may be followed through.
+_HOPS = 4
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Value:
+    """A literal found away from its use, and where it was found (for ``explain``)."""
+
+    value: Any  # int | float | str | bool | None | tuple of these
+    origin: str  # ``Client.delay``, ``config.MAX_RETRIES``
+    path: str  # the file that holds it (as shown to the user)
+    line: int
+
+    @property
+    def text(self) -> str:
+        return repr(self.value)
+
+    def describe(self) -> str:
+        return f"{self.origin} = {self.text} ({self.path}:{self.line})"
+
+
+@dataclass
+class ClassFacts:
+    name: str
+    bases: Tuple[str, ...]  # as written: ``Base``, ``base.Base``
+    #: attribute → its only value (class body, dataclass field, or ``self.x = …`` once)
+    values: Dict[str, Tuple[Any, int, str]] = field(default_factory=dict)
+    #: attributes assigned more than once or to something not constant: unknown
+    unknown: set = field(default_factory=set)
+    #: attribute → the ``__init__`` parameter whose default it holds
+    from_parameters: Dict[str, str] = field(default_factory=dict)
+    #: ``__init__`` parameter → its position after ``self`` (for positional callers)
+    positions: Dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ModuleFacts:
+    path: str
+    constants: Dict[str, Tuple[Any, int]] = field(default_factory=dict)
+    #: local name → (absolute module, attribute or None for ``import module``)
+    imports: Dict[str, Tuple[str, Optional[str]]] = field(default_factory=dict)
+    classes: Dict[str, ClassFacts] = field(default_factory=dict)
+    #: module-level ``settings = Settings()``: name → class name as written
+    instances: Dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- literals
+
+
+def fold(node: Optional[ast.AST], env: Dict[str, Tuple[Any, int]]) -> Any:
+    """The constant value of an expression, or ``_MISSING``."""
+    if node is None:
+        return _MISSING
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return value if isinstance(value, (int, float, str, bool, type(None))) else _MISSING
+    if isinstance(node, ast.Name):
+        found = env.get(node.id)
+        return found[0] if found is not None else _MISSING
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = fold(node.operand, env)
+        if _is_number(inner):
+            return -inner if isinstance(node.op, ast.USub) else inner
+        return _MISSING
+    if isinstance(node, ast.BinOp):
+        left, right = fold(node.left, env), fold(node.right, env)
+        if not (_is_number(left) and _is_number(right)):
+            return _MISSING
+        try:
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.Div):
+                return left / right
+            if isinstance(node.op, ast.FloorDiv):
+                return left // right
+            if isinstance(node.op, ast.Pow) and abs(right) <= 64:
+                return left ** right
+        except (ArithmeticError, ValueError):
+            return _MISSING
+        return _MISSING
+    if isinstance(node, (ast.Tuple, ast.List)):
+        items = tuple(fold(e, env) for e in node.elts)
+        return _MISSING if any(i is _MISSING or isinstance(i, tuple) for i in items) else items
+    if isinstance(node, ast.Call) and _called_name(node.func) == "timedelta" and not node.args:
+        total = 0.0
+        for keyword in node.keywords:
+            amount = fold(keyword.value, env)
+            if keyword.arg not in _TIMEDELTA_UNITS or not _is_number(amount):
+                return _MISSING
+            total += amount * _TIMEDELTA_UNITS[keyword.arg]
+        return total
+    return _MISSING
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _called_name(func: ast.AST) -> Optional[str]:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+# ---------------------------------------------------------------- one module's facts
+
+
+def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
+    """``package`` is the module's own package (``a.b`` for ``a/b/c.py``), for relative imports."""
+    facts = ModuleFacts(path)
+    assigned: Dict[str, int] = {}
+    for statement in tree.body:
+        for name in _assigned_names(statement):
+            assigned[name] = assigned.get(name, 0) + 1
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom):
+            base = _absolute(statement.module, statement.level, package)
+            if base is None:
+                continue
+            for alias in statement.names:
+                if alias.name != "*":
+                    facts.imports[alias.asname or alias.name] = (base, alias.name)
+        elif isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname:
+                    facts.imports[alias.asname] = (alias.name, None)
+                else:
+                    top = alias.name.split(".")[0]
+                    facts.imports[top] = (top, None)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+            if isinstance(statement, ast.Assign) and len(statement.targets) != 1:
+                continue
+            if not isinstance(target, ast.Name) or assigned.get(target.id) != 1:
+                continue
+            value = fold(statement.value, facts.constants)
+            if value is not _MISSING:
+                facts.constants[target.id] = (value, statement.lineno)
+            elif isinstance(statement.value, ast.Call) and not statement.value.args and not statement.value.keywords:
+                called = _dotted(statement.value.func)
+                if called:
+                    facts.instances[target.id] = called
+        elif isinstance(statement, ast.ClassDef):
+            facts.classes[statement.name] = _class_facts(statement, facts.constants)
+    _forget_passed_parameters(tree, facts)
+    return facts
+
+
+def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
+    """An ``__init__`` default holds only where no caller here passes the parameter:
+    ``IMDSFetcher(num_attempts=config_value)`` makes ``self._num_attempts`` unknown."""
+    if not any(c.from_parameters for c in facts.classes.values()):
+        return
+    owners: Dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for sub in ast.walk(node):
+                owners.setdefault(id(sub), node.name)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _called_name(node.func)
+        targets: List[ClassFacts] = []
+        if name in facts.classes:
+            targets.append(facts.classes[name])
+        elif name == "__init__" and id(node) in owners:
+            # ``super().__init__(num_attempts=…)`` in a subclass: its callers decide.
+            own = facts.classes.get(owners[id(node)])
+            targets += [facts.classes[b] for b in (own.bases if own else ()) if b in facts.classes]
+        for cls in targets:
+            passed = {k.arg for k in node.keywords}
+            everything = None in passed or any(isinstance(a, ast.Starred) for a in node.args)
+            for attribute, parameter in list(cls.from_parameters.items()):
+                index = cls.positions.get(parameter)
+                if everything or parameter in passed or (index is not None and index < len(node.args)):
+                    cls.values.pop(attribute, None)
+                    cls.unknown.add(attribute)
+
+
+def _assigned_names(statement: ast.stmt) -> List[str]:
+    if isinstance(statement, ast.Assign):
+        return [t.id for t in statement.targets if isinstance(t, ast.Name)]
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) and isinstance(statement.target, ast.Name):
+        return [statement.target.id]
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [statement.name]
+    if isinstance(statement, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+        # Assigned in a branch: a value that depends on something (a platform, an import) is no constant.
+        names = []
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names += [node.id, node.id]
+        return names
+    return []
+
+
+def _absolute(module: Optional[str], level: int, package: str) -> Optional[str]:
+    if level == 0:
+        return module
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    if module:
+        base.append(module)
+    return ".".join(base) if base else None
+
+
+def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> ClassFacts:
+    facts = ClassFacts(node.name, tuple(filter(None, (_dotted(b) for b in node.bases))))
+    counts: Dict[str, int] = {}
+    found: Dict[str, Tuple[Any, int]] = {}
+
+    def note(name: str, value: Any, line: int, how: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+        if value is _MISSING:
+            facts.unknown.add(name)
+        else:
+            found[name] = (value, line, how)
+
+    for statement in node.body:
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    note(target.id, fold(statement.value, constants), statement.lineno, "class attribute")
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            if statement.value is None:
+                continue  # a declaration: ``__init__`` may give the value
+            note(statement.target.id, _field_default(statement.value, constants), statement.lineno, "field default")
+        elif isinstance(statement, _FUNCTIONS):
+            defaults = _parameter_defaults(statement, constants) if statement.name == "__init__" else {}
+            if statement.name == "__init__":
+                positional = list(statement.args.posonlyargs) + list(statement.args.args)
+                facts.positions = {p.arg: i - 1 for i, p in enumerate(positional) if i > 0}
+            for sub in ast.walk(statement):
+                targets: List[ast.AST] = []
+                value_node: Optional[ast.AST] = None
+                if isinstance(sub, ast.Assign):
+                    targets, value_node = list(sub.targets), sub.value
+                elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
+                    targets, value_node = [sub.target], sub.value if not isinstance(sub, ast.AugAssign) else None
+                for target in targets:
+                    if isinstance(target, (ast.Tuple, ast.List)):
+                        for element in target.elts:
+                            if _self_attribute(element):
+                                note(element.attr, _MISSING, sub.lineno, "")  # type: ignore[union-attr]
+                        continue
+                    if not _self_attribute(target):
+                        continue
+                    if statement.name != "__init__" or value_node is None:
+                        note(target.attr, _MISSING, sub.lineno, "")  # type: ignore[union-attr]
+                        continue
+                    value, how, parameter = _init_value(value_node, defaults, constants)
+                    if parameter is not None:
+                        facts.from_parameters[target.attr] = parameter  # type: ignore[union-attr]
+                    note(target.attr, value, sub.lineno, how)  # type: ignore[union-attr]
+    for name, count in counts.items():
+        if count == 1 and name in found and name not in facts.unknown:
+            facts.values[name] = found[name]
+        else:
+            facts.unknown.add(name)
+    return facts
+
+
+def _self_attribute(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _field_default(value: ast.AST, constants: Dict[str, Tuple[Any, int]]) -> Any:
+    if isinstance(value, ast.Call) and _called_name(value.func) in _FIELD_CALLS:
+        for keyword in value.keywords:
+            if keyword.arg == "default":
+                return fold(keyword.value, constants)
+        if _called_name(value.func) == "Field" and value.args:
+            return fold(value.args[0], constants)
+        return _MISSING
+    return fold(value, constants)
+
+
+def _parameter_defaults(func: ast.AST, constants: Dict[str, Tuple[Any, int]]) -> Dict[str, Any]:
+    args = func.args  # type: ignore[attr-defined]
+    out: Dict[str, Any] = {}
+    positional = list(args.posonlyargs) + list(args.args)
+    for param, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+        out[param.arg] = fold(default, constants)
+    for param, default in zip(args.kwonlyargs, args.kw_defaults):
+        out[param.arg] = fold(default, constants) if default is not None else _MISSING
+    for param in positional + list(args.kwonlyargs):
+        out.setdefault(param.arg, _MISSING)  # a required parameter: whatever the caller passes
+    return out
+
+
+def _init_value(value: ast.AST, defaults: Dict[str, Any],
+                constants: Dict[str, Tuple[Any, int]]) -> Tuple[Any, str, Optional[str]]:
+    """``self.x = <literal>``, ``self.x = param`` (its default), ``self.x = param or 5`` and
+    ``5 if param is None else param`` with ``param=None``."""
+    if isinstance(value, ast.Name) and value.id in defaults:
+        return _unless_off(defaults[value.id]), f"default of __init__ parameter {value.id}", value.id
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2:
+        first, second = value.values
+        if isinstance(first, ast.Name) and defaults.get(first.id, _MISSING) is None:
+            return _unless_off(fold(second, constants)), f"default of __init__ parameter {first.id}", first.id
+    if isinstance(value, ast.IfExp) and isinstance(value.test, ast.Compare) and len(value.test.ops) == 1:
+        test = value.test
+        subject = test.left
+        if (isinstance(subject, ast.Name) and defaults.get(subject.id, _MISSING) is None
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            chosen = value.body if isinstance(test.ops[0], ast.Is) else value.orelse
+            return _unless_off(fold(chosen, constants)), f"default of __init__ parameter {subject.id}", subject.id
+    if any(isinstance(n, ast.Name) and n.id in defaults for n in ast.walk(value)):
+        return _MISSING, "", None
+    return fold(value, constants), "set in __init__", None
+
+
+def _unless_off(value: Any) -> Any:
+    """A parameter defaulting to 0, 1 or None usually switches a feature off (``num_attempts=1``,
+    ``retries=None``); the retry written for those who switch it on must still be judged."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value in (0, 1)):
+        return _MISSING
+    return value
+
+
+# ---------------------------------------------------------------- the program
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def package_of(path: Path) -> Tuple[str, Optional[Path]]:
+    """``a.b`` for ``root/a/b/c.py`` (folders with ``__init__.py``), and ``root``."""
+    parts: List[str] = []
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.append(folder.name)
+        folder = folder.parent
+    return ".".join(reversed(parts)), folder
+
+
+class Program:
+    """What one file's analysis may ask about the program around it."""
+
+    def __init__(self, tree: Optional[ast.Module], display: str, path: Optional[Path] = None) -> None:
+        self.display = display
+        self.path = Path(os.path.abspath(path)) if path is not None else None
+        package, root = package_of(self.path) if self.path is not None else ("", None)
+        self.package = package
+        self.root = root
+        self._tree = tree
+        self._own: Optional[ModuleFacts] = None
+        self._modules: Dict[str, Optional[ModuleFacts]] = {}
+        #: other files read: absolute path → content digest (the result depends on them)
+        self.dependencies: Dict[str, str] = {}
+
+    # -- facts of modules
+
+    def own(self) -> ModuleFacts:
+        if self._own is None:
+            self._own = module_facts(self._tree, self.display, self.package) if self._tree is not None \
+                else ModuleFacts(self.display)
+        return self._own
+
+    def module(self, name: str) -> Optional[ModuleFacts]:
+        """Another module of the checked tree, by absolute name; None when not found here."""
+        if name in self._modules:
+            return self._modules[name]
+        facts = None
+        file = self._find(name)
+        if file is not None:
+            facts = _read_facts(file, self._display_of(file))
+            if facts is not None:
+                self.dependencies[str(file)] = facts[0]
+                facts = facts[1]
+        self._modules[name] = facts
+        return facts
+
+    def _find(self, name: str) -> Optional[Path]:
+        if self.root is None or self.path is None:
+            return None
+        relative = Path(*name.split("."))
+        for base in (self.root, self.path.parent):
+            for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
+                if candidate.is_file() and candidate != self.path:
+                    return candidate
+        return None
+
+    def _display_of(self, file: Path) -> str:
+        try:
+            return os.path.relpath(file)
+        except ValueError:
+            return str(file)
+
+    # -- questions the extractors ask
+
+    def name_value(self, name: str) -> Optional[Value]:
+        """A module-level name of the checked module: its own constant or an imported one."""
+        return self._name_in(self.own(), name, _HOPS)
+
+    def _name_in(self, facts: ModuleFacts, name: str, hops: int) -> Optional[Value]:
+        if name in facts.constants:
+            value, line = facts.constants[name]
+            return Value(value, name, facts.path, line)
+        imported = facts.imports.get(name)
+        if imported is None or hops <= 0:
+            return None
+        module, attribute = imported
+        if attribute is None:
+            return None
+        other = self.module(module)
+        if other is not None:
+            found = self._name_in(other, attribute, hops - 1)
+            if found is not None:
+                return Value(found.value, f"{module}.{attribute}", found.path, found.line)
+        return None
+
+    def attribute_value(self, receiver: str, attribute: str, owner: Optional[str]) -> Optional[Value]:
+        """``self.x``/``cls.x`` in class ``owner``; ``Class.x``; ``module.X``; ``settings.X``."""
+        own = self.own()
+        if receiver in ("self", "cls"):
+            if owner is None or owner not in own.classes or self._overridden_below(own, owner, attribute):
+                return None
+            return self._class_attribute(own, owner, attribute, _HOPS)
+        head, _, rest = receiver.partition(".")
+        return self._dotted_attribute(own, head, rest, attribute, _HOPS)
+
+    def _dotted_attribute(self, facts: ModuleFacts, head: str, rest: str, attribute: str, hops: int) -> Optional[Value]:
+        if hops <= 0:
+            return None
+        if not rest and head in facts.classes:
+            return self._class_attribute(facts, head, attribute, hops)
+        if not rest and head in facts.instances:
+            return self._instance_attribute(facts, facts.instances[head], attribute, hops)
+        imported = facts.imports.get(head)
+        if imported is None:
+            return None
+        module, name = imported
+        dotted = f"{module}.{name}" if name else module
+        if rest:
+            dotted = f"{dotted}.{rest}"
+        # ``config.X``: the module ``config``; ``Settings.X`` / ``settings.X`` imported from one.
+        other = self.module(dotted)
+        if other is not None:
+            found = self._name_in(other, attribute, hops - 1)
+            if found is not None:
+                return Value(found.value, f"{dotted}.{attribute}", found.path, found.line)
+            return None
+        if name is not None and not rest:
+            other = self.module(module)
+            if other is not None:
+                return self._dotted_attribute(other, name, "", attribute, hops - 1)
+        return None
+
+    def _instance_attribute(self, facts: ModuleFacts, class_name: str, attribute: str, hops: int) -> Optional[Value]:
+        head, _, rest = class_name.partition(".")
+        if not rest and head in facts.classes:
+            return self._class_attribute(facts, head, attribute, hops)
+        imported = facts.imports.get(head)
+        if imported is None or rest:
+            return None
+        module, name = imported
+        other = self.module(module) if name else None
+        if other is not None and name in other.classes:
+            return self._class_attribute(other, name, attribute, hops - 1)
+        return None
+
+    def _class_attribute(self, facts: ModuleFacts, class_name: str, attribute: str, hops: int) -> Optional[Value]:
+        cls = facts.classes.get(class_name)
+        if cls is None or hops <= 0:
+            return None
+        if attribute in cls.unknown:
+            return None
+        if attribute in cls.values:
+            value, line, how = cls.values[attribute]
+            return Value(value, f"{class_name}.{attribute} ({how})", facts.path, line)
+        for base in cls.bases:
+            head, _, rest = base.partition(".")
+            if not rest and head in facts.classes:
+                found = self._class_attribute(facts, head, attribute, hops - 1)
+            else:
+                found = self._instance_attribute(facts, base, attribute, hops - 1)
+            if found is not None:
+                return found
+        return None
+
+    def _overridden_below(self, facts: ModuleFacts, owner: str, attribute: str) -> bool:
+        """A subclass here that sets the attribute: ``self.x`` may be either value."""
+        for cls in facts.classes.values():
+            if owner in cls.bases and (attribute in cls.values or attribute in cls.unknown):
+                return True
+        return False
+
+
+#: Facts of other files, per process, by content digest (a file rewritten within the
+#: file system's timestamp granularity must not keep its old facts).
+_FACTS: Dict[Tuple[str, str], Optional[ModuleFacts]] = {}
+
+
+def _read_facts(file: Path, display: str) -> Optional[Tuple[str, Optional[ModuleFacts]]]:
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None
+    content = digest(data)
+    key = (str(file), content)
+    if key in _FACTS:
+        return content, _FACTS[key]
+    facts: Optional[ModuleFacts]
+    try:
+        tree = ast.parse(data)
+        facts = module_facts(tree, display, package_of(file)[0])
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        facts = None
+    if len(_FACTS) > 4096:
+        _FACTS.clear()
+    _FACTS[key] = facts
+    return content, facts

@@ -1,0 +1,217 @@
+"""Values a retry reads from elsewhere in the program (issue 12): ``self.x`` set in
+``__init__``, class attributes, dataclass fields, settings objects, constants imported from
+another module of the checked tree. Unknown stays unknown: a required parameter, a parameter a
+caller passes, an attribute written twice, a subclass that overrides it."""
+
+from __future__ import annotations
+
+import json
+
+from retrylint.engine import check_source, settings_with
+from retrylint.rules import RULES
+
+CODES = tuple(rule.code for rule in RULES)
+
+LOOP = """
+    def get(self):
+        while True:
+            try:
+                return requests.get(self.url)
+            except requests.ConnectionError:
+                time.sleep(self.delay)
+"""
+
+
+def _findings(source: str):
+    report = check_source("import time, random, requests\n" + source, "case.py", settings_with(CODES))
+    assert report.error is None, report.error
+    return report.findings
+
+
+def _messages(source: str, code: str):
+    return [f.message for f in _findings(source) if f.code == code]
+
+
+def test_a_delay_set_in_init_from_a_parameter_default_is_known():
+    source = "class Client:\n    def __init__(self, url, delay=3):\n        self.url = url\n        self.delay = delay\n" + LOOP
+    (message,) = _messages(source, "RTY202")
+    assert "3 s" in message
+
+
+def test_a_required_parameter_stays_unknown():
+    source = "class Client:\n    def __init__(self, url, delay):\n        self.url = url\n        self.delay = delay\n" + LOOP
+    (message,) = _messages(source, "RTY202")
+    assert "3 s" not in message and "`self.delay`" in message
+
+
+def test_a_default_a_caller_overrides_stays_unknown():
+    source = ("class Client:\n    def __init__(self, url, delay=3):\n        self.url = url\n        self.delay = delay\n"
+              + LOOP + "\nclient = Client('u', delay=settings_delay)\n")
+    (message,) = _messages(source, "RTY202")
+    assert "3 s" not in message
+
+
+def test_a_positional_caller_also_overrides():
+    source = ("class Client:\n    def __init__(self, url, delay=3):\n        self.url = url\n        self.delay = delay\n"
+              + LOOP + "\nclient = Client('u', 9)\n")
+    (message,) = _messages(source, "RTY202")
+    assert "3 s" not in message and "9 s" not in message
+
+
+def test_an_attribute_written_again_elsewhere_stays_unknown():
+    source = ("class Client:\n    def __init__(self, url, delay=3):\n        self.url = url\n        self.delay = delay\n"
+              "    def slow_down(self):\n        self.delay = 60\n" + LOOP)
+    (message,) = _messages(source, "RTY202")
+    assert "3 s" not in message and "60 s" not in message
+
+
+def test_a_subclass_that_overrides_the_attribute_makes_it_unknown():
+    source = "class Client:\n    delay = 3\n    url = 'u'\n" + LOOP + "\nclass Patient(Client):\n    delay = 30\n"
+    (message,) = _messages(source, "RTY202")
+    assert "3 s" not in message and "30 s" not in message
+
+
+def test_class_attribute_dataclass_field_and_settings_object():
+    class_attr = "class Client:\n    delay = 4\n    url = 'u'\n" + LOOP
+    dataclass = ("import dataclasses\n@dataclasses.dataclass\nclass Client:\n    url: str = 'u'\n"
+                 "    delay: float = dataclasses.field(default=2.5)\n" + LOOP)
+    settings = ("class Settings:\n    RETRY_DELAY: int = 6\nsettings = Settings()\n\nclass Client:\n    url = 'u'\n"
+                + LOOP.replace("self.delay", "settings.RETRY_DELAY"))
+    assert "4 s" in _messages(class_attr, "RTY202")[0]
+    assert "2.5 s" in _messages(dataclass, "RTY202")[0]
+    assert "6 s" in _messages(settings, "RTY202")[0]
+
+
+def test_a_default_that_switches_retries_off_does_not_silence_the_retry():
+    # botocore's IMDSFetcher(num_attempts=1): users turn the retry on; it is still judged.
+    source = """
+class Fetcher:
+    def __init__(self, num_attempts=1):
+        self._num_attempts = num_attempts
+
+    def fetch(self, session, request):
+        for i in range(self._num_attempts):
+            try:
+                return session.send(request)
+            except ConnectionError:
+                pass
+"""
+    assert "RTY201" in {f.code for f in _findings(source)}
+
+
+def test_a_library_policy_reads_attributes_too():
+    source = """
+from urllib3.util.retry import Retry
+
+class Transport:
+    def __init__(self, retries=5, backoff=0.1):
+        self.retries = retries
+        self.backoff = backoff
+
+    def adapter(self):
+        return Retry(total=self.retries, backoff_factor=self.backoff)
+"""
+    (message,) = _messages(source, "RTY203")
+    assert "backoff_factor=self.backoff" in message
+
+
+def test_a_guard_that_goes_round_again_when_true_counts_the_attempts(run, project):
+    # dashscope's shape: ``if try_count <= LIMIT: sleep; continue`` then ``raise``.
+    project.write("app.py", """
+        import time, requests
+
+        class Transcription:
+            MAX_QUERY_TRY_COUNT = 3
+
+            def fetch(self, task):
+                try_count = 0
+                while True:
+                    try:
+                        response = requests.get(task)
+                    except (requests.Timeout, requests.ConnectionError):
+                        try_count += 1
+                        if try_count <= Transcription.MAX_QUERY_TRY_COUNT:
+                            time.sleep(2)
+                            continue
+                        raise
+                    try_count = 0
+                    break
+                return response
+    """)
+    code, out, _ = run("explain", "app.py")
+    assert "at most 4 attempts" in out and "2, 2, 2 s" in out
+    assert "`Transcription.MAX_QUERY_TRY_COUNT` = 3: Transcription.MAX_QUERY_TRY_COUNT (class attribute), app.py:4" in out
+    code, out, _ = run("check", "app.py")
+    assert code == 1 and "RTY202" in out
+
+
+CONFIG = """
+MAX_RETRIES = 8
+BASE_DELAY = 0.5
+RETRY_WAIT = {wait}
+"""
+
+CLIENT = """
+import time
+import requests
+from .config import RETRY_WAIT
+from . import config
+
+
+def fetch(url):
+    while True:
+        try:
+            return requests.get(url)
+        except requests.ConnectionError:
+            time.sleep(RETRY_WAIT)
+
+
+def fetch_backoff(url):
+    for attempt in range(config.MAX_RETRIES):
+        try:
+            return requests.get(url)
+        except requests.ConnectionError:
+            time.sleep(config.BASE_DELAY * 4 ** attempt)
+"""
+
+
+def _package(project, wait: str = "2"):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/config.py", CONFIG.format(wait=wait))
+    return project.write("pkg/client.py", CLIENT)
+
+
+def test_constants_imported_from_another_module(project, run):
+    _package(project)
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert code == 1
+    assert "waits the same 2 s before every retry" in out
+    # 0.5 * 4 ** 6 = 2,048 s: only the imported base and bound give RTY204 its numbers.
+    assert "RTY204" in out and "34.1 min" in out
+    code, out, _ = run("explain", "pkg/client.py")
+    assert "values from: `RETRY_WAIT` = 2: pkg.config.RETRY_WAIT, pkg/config.py:3" in out
+    assert "`config.MAX_RETRIES` = 8: pkg.config.MAX_RETRIES, pkg/config.py:1" in out
+    code, out, _ = run("explain", "--output-format", "json", "pkg/client.py")
+    origins = [site.get("origins", []) for site in json.loads(out)]
+    assert any(o and "pkg.config.RETRY_WAIT" in o[0] for o in origins)
+
+
+def test_the_cache_misses_when_a_dependency_changes(project, run):
+    _package(project, wait="2")
+    code, out, _ = run("check", "pkg")
+    assert "the same 2 s" in out
+    code, out, _ = run("check", "pkg")  # warm: from the cache
+    assert "the same 2 s" in out
+    project.write("pkg/config.py", CONFIG.format(wait="7"))  # client.py itself is unchanged
+    code, out, _ = run("check", "pkg")
+    assert "the same 7 s" in out and "the same 2 s" not in out
+
+
+def test_standard_input_sees_one_file(project, run, monkeypatch):
+    import io
+    import sys
+
+    _package(project)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(CLIENT.encode())))
+    code, out, _ = run("check", "--stdin-filename", "pkg/client.py", "-")
+    assert "RTY202" in out and "the same 2 s" not in out
