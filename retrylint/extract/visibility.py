@@ -249,8 +249,10 @@ def _celery(ctx: ModuleContext, policies: Sequence[RetryPolicy], heartbeat: bool
         for policy in by_task.get(id(task), []):
             largest = largest_reachable_delay(policy)
             if known(largest) and float(largest) > 0:  # type: ignore[arg-type]
-                holds.append((float(largest), f"its {policy.description} (line {policy.location.line}) waits up to "  # type: ignore[arg-type]
-                                              f"{format_seconds(largest)} as an unacknowledged ETA message"))
+                amount = ("a countdown that grows without bound" if float(largest) == float("inf")  # type: ignore[arg-type]
+                          else f"up to {format_seconds(largest)}")
+                holds.append((float(largest), f"its {policy.description} (line {policy.location.line}) waits "  # type: ignore[arg-type]
+                                              f"{amount} as an unacknowledged ETA message"))
         if not holds:
             continue
         longest = max(holds, key=lambda h: h[0])

@@ -510,3 +510,21 @@ def test_a_service_bus_renewer_with_a_known_limit_extends_the_lock_by_that_much_
     assert not findings(code.replace("{renewal}", "max_lock_renewal_duration=60").replace("{attempts}", "7"))  # 63 s
     assert not findings(code.replace("{renewal}", "").replace("{attempts}", "8"))  # its default renews for 300 s
     assert not findings(code.replace("{renewal}", "max_lock_renewal_duration=600").replace("{attempts}", "8"))
+
+
+def test_an_unbounded_celery_countdown_is_said_so():
+    code = """
+    from celery import Celery
+
+    app = Celery("shop", broker="redis://")
+    app.conf.broker_transport_options = {"visibility_timeout": 3600}
+
+    @app.task(bind=True, max_retries=None)
+    def sync(self, account_id):
+        try:
+            push(account_id)
+        except ConnectionError as exc:
+            raise self.retry(exc=exc, countdown=2 ** self.request.retries)
+    """
+    found = findings(code)
+    assert len(found) == 1 and "a countdown that grows without bound" in found[0][2], found
