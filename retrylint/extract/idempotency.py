@@ -362,7 +362,7 @@ class _Creates:
             return None
         ctx = self.ctx
         positional, keywords = call_args(call)
-        index = 1 if last_name(call.func) == "request" else 0
+        index = 1 if last_name(call.func) == "request" and "method" not in keywords else 0
         url = keywords.get("url") or (positional[index] if len(positional) > index else None)
         url_text = _string_text(url, ctx)
         if not url_text or not _KNOWN_PATH.search(_SCHEME_HOST.sub("", url_text)) or READ_ENDPOINT.search(url_text):

@@ -528,3 +528,20 @@ def test_an_unbounded_celery_countdown_is_said_so():
     """
     found = findings(code)
     assert len(found) == 1 and "a countdown that grows without bound" in found[0][2], found
+
+
+def test_request_with_the_verb_as_a_keyword_or_positional():
+    template = """
+    import requests, tenacity
+
+    session = requests.Session()
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(3), wait=tenacity.wait_random_exponential(max=5))
+    def place_order(order):
+        return session.request({args}, json=order)
+    """
+    for args in ('"POST", "https://api.shop.example/orders"', 'method="POST", url="https://api.shop.example/orders"',
+                 'url="https://api.shop.example/orders", method="post"'):
+        assert [c for c, _, _ in findings(template.replace("{args}", args))] == ["RTY503"], args
+    for args in ('"GET", "https://api.shop.example/orders"', 'method, "https://api.shop.example/orders"'):
+        assert findings(template.replace("{args}", args)) == [], args
