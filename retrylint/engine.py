@@ -173,9 +173,10 @@ def _with_origins(policies: List[RetryPolicy], ctx: ModuleContext) -> List[Retry
     for policy in policies:
         anchor = policy.anchor
         origins = tuple(dict.fromkeys(
-            f"`{ctx.code(use)}` = {value.text}: {value.origin}, {value.path}:{value.line}"
+            (f"`{ctx.code(use)}`: {value.shown}, {value.path}:{value.line}" if value.shown else
+             f"`{ctx.code(use)}` = {value.text}: {value.origin}, {value.path}:{value.line}")
             for use, value in ctx.outside_values
-            if anchor is not None and (use is anchor or ctx.is_inside(use, anchor))
+            if anchor is not None and (ctx.home(use) is anchor or ctx.is_inside(ctx.home(use), anchor))
         ))
         out.append(policy.with_(origins=origins) if origins else policy)
     return out

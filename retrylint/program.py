@@ -40,6 +40,8 @@ class Value:
     origin: str  # ``Client.delay``, ``config.MAX_RETRIES``
     path: str  # the file that holds it (as shown to the user)
     line: int
+    #: For a helper: what it computes, shown instead of ``= value``.
+    shown: Optional[str] = None
 
     @property
     def text(self) -> str:
@@ -57,10 +59,25 @@ class ClassFacts:
     values: Dict[str, Tuple[Any, int, str]] = field(default_factory=dict)
     #: attributes assigned more than once or to something not constant: unknown
     unknown: set = field(default_factory=set)
+    #: the class's own methods
+    methods: set = field(default_factory=set)
     #: attribute → the ``__init__`` parameter whose default it holds
     from_parameters: Dict[str, str] = field(default_factory=dict)
     #: ``__init__`` parameter → its position after ``self`` (for positional callers)
     positions: Dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A function whose job is a delay: it returns one (``return min(cap, base * 2 ** n)``) or
+    sleeps one (``time.sleep(self.base * 2 ** attempt)``), written as one expression of its
+    parameters (its locals and the module's constants folded in)."""
+
+    params: Tuple[str, ...]  # ``self``/``cls`` left out for methods
+    defaults: Tuple[Tuple[str, Any], ...]  # literal defaults
+    returns: Optional[str]  # the returned expression
+    sleeps: Optional[str]  # the delay of its one sleep
+    line: int
 
 
 @dataclass
@@ -72,6 +89,8 @@ class ModuleFacts:
     classes: Dict[str, ClassFacts] = field(default_factory=dict)
     #: module-level ``settings = Settings()``: name → class name as written
     instances: Dict[str, str] = field(default_factory=dict)
+    #: delay helpers: ``name`` or ``Class.name`` → what they compute
+    helpers: Dict[str, "Helper"] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- literals
@@ -190,7 +209,102 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
         elif isinstance(statement, ast.ClassDef):
             facts.classes[statement.name] = _class_facts(statement, facts.constants)
     _forget_passed_parameters(tree, facts)
+    for statement in tree.body:
+        if isinstance(statement, _FUNCTIONS):
+            _note_helper(facts, statement.name, statement, method=False)
+        elif isinstance(statement, ast.ClassDef):
+            for member in statement.body:
+                if isinstance(member, _FUNCTIONS):
+                    _note_helper(facts, f"{statement.name}.{member.name}", member,
+                                 method=not _is_static(member))
     return facts
+
+
+_SLEEPS = {"sleep"}
+_HELPER_NAMES = ("delay", "backoff", "sleep", "wait", "interval", "jitter", "retry", "pause", "timeout")
+
+
+def _is_static(func: ast.AST) -> bool:
+    return any(_called_name(d) == "staticmethod" or (isinstance(d, ast.Name) and d.id == "staticmethod")
+               for d in func.decorator_list)  # type: ignore[attr-defined]
+
+
+def _note_helper(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:
+    """Straight-line functions only: locals assigned once, then one return or one sleep."""
+    name = key.rsplit(".", 1)[-1].lower()
+    if not any(word in name for word in _HELPER_NAMES):
+        return  # a delay helper says so in its name; anything else is not read as one
+    body = list(func.body)  # type: ignore[attr-defined]
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    args = func.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in list(args.posonlyargs) + list(args.args)]
+    if method and positional:
+        positional = positional[1:]
+    if args.vararg or args.kwarg:
+        return
+    params = tuple(positional + [a.arg for a in args.kwonlyargs])
+    defaults: Dict[str, Any] = {}
+    for name_, value in _parameter_defaults(func, facts.constants).items():
+        if value is not _MISSING and name_ in params:
+            defaults[name_] = value
+    locals_: Dict[str, ast.AST] = {}
+    returns: Optional[ast.AST] = None
+    sleeps: Optional[ast.AST] = None
+    for statement in body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            target = statement.targets[0].id
+            if target in locals_ or target in params:
+                return
+            locals_[target] = _inline(statement.value, locals_, facts.constants)
+        elif isinstance(statement, ast.Return) and statement.value is not None and returns is None:
+            returns = _inline(statement.value, locals_, facts.constants)
+            break
+        elif isinstance(statement, ast.Expr) and sleeps is None and _sleep_arg(statement.value) is not None:
+            sleeps = _inline(_sleep_arg(statement.value), locals_, facts.constants)  # type: ignore[arg-type]
+        elif isinstance(statement, (ast.Expr, ast.Pass)) and not _has_call_named(statement, _SLEEPS):
+            continue  # logging
+        else:
+            return  # a branch, a loop, a second sleep: not one expression
+    if returns is None and sleeps is None:
+        return
+    try:
+        facts.helpers[key] = Helper(params, tuple(defaults.items()),
+                                    ast.unparse(returns) if returns is not None else None,
+                                    ast.unparse(sleeps) if sleeps is not None else None,
+                                    func.lineno)  # type: ignore[attr-defined]
+    except (ValueError, RecursionError):
+        return
+
+
+def _sleep_arg(value: ast.AST) -> Optional[ast.AST]:
+    if isinstance(value, ast.Await):
+        value = value.value
+    if isinstance(value, ast.Call) and _called_name(value.func) in _SLEEPS and len(value.args) == 1 \
+            and not value.keywords:
+        return value.args[0]
+    return None
+
+
+def _has_call_named(node: ast.AST, names: set) -> bool:
+    return any(isinstance(n, ast.Call) and _called_name(n.func) in names for n in ast.walk(node))
+
+
+def _inline(node: ast.AST, locals_: Dict[str, ast.AST], constants: Dict[str, Tuple[Any, int]]) -> ast.AST:
+    """The expression with earlier locals and the module's constants written in."""
+
+    class Inline(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.AST:
+            if isinstance(name.ctx, ast.Load):
+                if name.id in locals_:
+                    return locals_[name.id]
+                if name.id in constants:
+                    return ast.Constant(constants[name.id][0])
+            return name
+
+    import copy
+
+    return Inline().visit(copy.deepcopy(node))
 
 
 def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
@@ -275,6 +389,7 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
                 continue  # a declaration: ``__init__`` may give the value
             note(statement.target.id, _field_default(statement.value, constants), statement.lineno, "field default")
         elif isinstance(statement, _FUNCTIONS):
+            facts.methods.add(statement.name)
             defaults = _parameter_defaults(statement, constants) if statement.name == "__init__" else {}
             if statement.name == "__init__":
                 positional = list(statement.args.posonlyargs) + list(statement.args.args)
@@ -460,6 +575,32 @@ class Program:
                 return Value(found.value, f"{module}.{attribute}", found.path, found.line)
         return None
 
+    def helper(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[Tuple[Helper, ModuleFacts]]:
+        """The delay helper a call calls: ``helper(…)``, ``self.helper(…)``, or one imported
+        from another module of the checked tree (``from .backoff import next_delay``)."""
+        own = self.own()
+        if receiver is None:
+            if name in own.helpers:
+                return own.helpers[name], own
+            imported = own.imports.get(name)
+            if imported is not None and imported[1] is not None:
+                other = self.module(imported[0])
+                if other is not None and imported[1] in other.helpers:
+                    return other.helpers[imported[1]], other
+            return None
+        if receiver in ("self", "cls") and owner is not None:
+            if self._overridden_below(own, owner, name):
+                return None
+            found = own.helpers.get(f"{owner}.{name}")
+            return (found, own) if found is not None else None
+        imported = own.imports.get(receiver)
+        if imported is not None:
+            module = f"{imported[0]}.{imported[1]}" if imported[1] else imported[0]
+            other = self.module(module)
+            if other is not None and name in other.helpers:
+                return other.helpers[name], other
+        return None
+
     def attribute_value(self, receiver: str, attribute: str, owner: Optional[str]) -> Optional[Value]:
         """``self.x``/``cls.x`` in class ``owner``; ``Class.x``; ``module.X``; ``settings.X``."""
         own = self.own()
@@ -532,7 +673,7 @@ class Program:
     def _overridden_below(self, facts: ModuleFacts, owner: str, attribute: str) -> bool:
         """A subclass here that sets the attribute: ``self.x`` may be either value."""
         for cls in facts.classes.values():
-            if owner in cls.bases and (attribute in cls.values or attribute in cls.unknown):
+            if owner in cls.bases and (attribute in cls.values or attribute in cls.unknown or attribute in cls.methods):
                 return True
         return False
 

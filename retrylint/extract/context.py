@@ -18,10 +18,10 @@ from libcst.metadata import (
 from libcst.metadata.scope_provider import Scope
 
 from ..model import Location
-from ..program import Program, Value
+from ..program import ModuleFacts, Program, Value
 from ..settings import Settings
 from ..summaries import Summaries, key_of
-from ..syntax import children, dotted_name, walk
+from ..syntax import call_args, children, dotted_name, walk
 
 
 #: Libraries vendored inside another package (``pip._vendor.urllib3``, ``botocore.vendored.requests``).
@@ -69,6 +69,11 @@ class ModuleContext:
         self._foreign: Dict[cst.CSTNode, cst.CSTNode] = {}
         #: Every such value used, with the expression it stood for (``explain`` shows them).
         self.outside_values: List[Tuple[cst.CSTNode, Value]] = []
+        #: Nodes of a delay helper's expression written in at its call: the module they come
+        #: from (for their imports), the class (for ``self.x``), and parameters → the arguments.
+        self._foreign_module: Dict[cst.CSTNode, ModuleFacts] = {}
+        self._foreign_owner: Dict[cst.CSTNode, Optional[str]] = {}
+        self._substitutions: Dict[cst.CSTNode, cst.BaseExpression] = {}
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self._scopes = self._resolve(ScopeProvider)
         # Positions are a code-generation pass over the whole module: only a file with a
@@ -105,6 +110,8 @@ class ModuleContext:
         objects); exception names never take it: ``class Transient(Exception)`` is not
         a catch-all.
         """
+        if node in self._foreign_module:
+            return self._foreign_names(node)
         value = self._raw_qualified_names(node)
         if not value:
             return frozenset()
@@ -122,6 +129,19 @@ class ModuleContext:
             for name in list(out):
                 out.update(bases.get(name, ()))
         return frozenset(out)
+
+    def _foreign_names(self, node: cst.CSTNode) -> FrozenSet[str]:
+        """Qualified names in a helper's expression, from its module's imports."""
+        name = dotted_name(node)
+        if name is None:
+            return frozenset()
+        head, _, rest = name.partition(".")
+        imported = self._foreign_module[node].imports.get(head)
+        if imported is None:
+            return frozenset({name})  # a builtin (``min``) or a name of that module
+        module, attribute = imported
+        full = ".".join(p for p in (module, attribute, rest) if p)
+        return frozenset({full})
 
     def _raw_qualified_names(self, node: cst.CSTNode):
         """What libcst's QualifiedNameProvider gives, asked only for the nodes we ask about:
@@ -201,6 +221,8 @@ class ModuleContext:
         return " ".join(text.split())
 
     def enclosing_class(self, node: cst.CSTNode) -> Optional[str]:
+        if node in self._foreign_owner:
+            return self._foreign_owner[node]
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, cst.ClassDef):
                 return ancestor.name.value
@@ -303,8 +325,78 @@ class ModuleContext:
             return values[0]
         if values:
             return None
+        if use is not None and use in self._foreign_module:
+            return None  # a name in a helper's expression: its module's constants are written in
         found = self.program.name_value(name)
         return self._stand_in(found, use) if found is not None and found.path != self.path else None
+
+    def home(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The node of this module that a written-in node stands for (itself otherwise)."""
+        seen = 0
+        while node in self._foreign and seen < 8:
+            node, seen = self._foreign[node], seen + 1
+        return node
+
+    def substitution(self, name: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        """The argument a call passed for a helper's parameter."""
+        return self._substitutions.get(name)
+
+    def helper_delay(self, call: cst.Call, want: str) -> Optional[cst.BaseExpression]:
+        """The delay a call's helper ``returns`` or ``sleeps``, written in terms of the call's
+        arguments (``self._backoff(attempt)`` → ``min(60, 0.5 * 2 ** attempt)``); None when
+        the helper is not one expression of its parameters."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            if any(b.kind not in ("def", "import") for b in self.bindings(func)):
+                return None  # a local variable or parameter holding some callable
+            name, receiver = func.value, None
+        elif isinstance(func, cst.Attribute):
+            name, receiver = func.attr.value, dotted_name(func.value)
+            if receiver is None:
+                return None
+        else:
+            return None
+        owner = self.enclosing_class(call) if receiver in ("self", "cls") else None
+        found = self.program.helper(name, receiver, owner)
+        if found is None:
+            return None
+        helper, facts = found
+        text = helper.returns if want == "returns" else helper.sleeps
+        if text is None or any(arg.star for arg in call.args):
+            return None
+        positional, keywords = call_args(call)
+        if len(positional) > len(helper.params) or any(k not in helper.params for k in keywords):
+            return None
+        arguments: Dict[str, cst.BaseExpression] = dict(zip(helper.params, positional))
+        arguments.update(keywords)
+        defaults = dict(helper.defaults)
+        for param in helper.params:
+            if param not in arguments:
+                if param not in defaults:
+                    return None
+                try:
+                    arguments[param] = cst.parse_expression(repr(defaults[param]))
+                except Exception:  # noqa: BLE001
+                    return None
+        try:
+            node = cst.parse_expression(text)
+        except Exception:  # noqa: BLE001 - a helper libcst cannot read is simply unknown
+            return None
+        stack: List[cst.CSTNode] = [node]
+        while stack:
+            current = stack.pop()
+            self._foreign[current] = call
+            self._foreign_module[current] = facts
+            self._foreign_owner[current] = owner if facts is self.program.own() else None
+            if isinstance(current, cst.Name) and current.value in arguments:
+                self._substitutions[current] = arguments[current.value]
+            stack.extend(children(current))
+        for argument in arguments.values():
+            if argument not in self._parents and argument not in self._foreign:
+                self._foreign[argument] = call  # a default written in
+        what = f"{name}() {'returns' if want == 'returns' else 'sleeps'} `{text}`"
+        self.outside_values.append((call, Value(text, what, facts.path, helper.line, shown=what)))
+        return node
 
     def outside_value(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.x``/``cls.x``/``Class.x``/``module.X``/``settings.X`` when the program view

@@ -242,6 +242,9 @@ def _sub(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
 
 
 def _shape_of_name(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
+    argument = env.ctx.substitution(expr)
+    if argument is not None:
+        return _sub(argument, env)  # a helper's parameter: what the call passed
     name = dotted_name(expr)
     if name is None:
         return UNKNOWN_SHAPE
@@ -845,6 +848,9 @@ def _call(call: cst.Call, env: DelayEnv) -> Shape:
     kind = _random_kind(call, env)
     if kind is not None:
         return _random(kind, positional, env)
+    inlined = env.ctx.helper_delay(call, "returns")
+    if inlined is not None:
+        return _sub(inlined, env)  # ``self._get_backoff(attempt)``: the helper's expression
     name = last_name(call.func) or ""
     if "jitter" in name.lower():
         inner = _sub(positional[0], env) if positional else UNKNOWN_SHAPE

@@ -99,6 +99,9 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
         positional, keywords = call_args(call)
         if len(positional) == 1 and not keywords:
             return Sleep(call, positional[0])
+    inlined = ctx.helper_delay(call, "sleeps")
+    if inlined is not None:
+        return Sleep(call, inlined, "helper")  # ``self._backoff(attempt)`` sleeping one expression
     if name and WAITISH.search(name) and name != "wait_for" and not (names & {"asyncio.wait_for", "asyncio.wait"}):
         if _GETTER.search(name):
             return None  # ``self._get_max_wait()``, ``wait_get_result()``: it returns a value

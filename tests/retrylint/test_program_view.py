@@ -215,3 +215,103 @@ def test_standard_input_sees_one_file(project, run, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(CLIENT.encode())))
     code, out, _ = run("check", "--stdin-filename", "pkg/client.py", "-")
     assert "RTY202" in out and "the same 2 s" not in out
+
+
+# ---------------------------------------------------------------- delay helpers
+
+HELPERS = """
+MAX_BACKOFF = 60
+
+def compute_delay(attempt, base=0.5):
+    return min(MAX_BACKOFF, base * 2 ** attempt)
+
+def full_jitter_delay(attempt):
+    return random.uniform(0, min(30, 2 ** attempt))
+
+class Client:
+    url = "u"
+
+    def __init__(self, base=2):
+        self.base = base
+
+    def _backoff(self, attempt):
+        delay = self.base * 2 ** attempt
+        time.sleep(delay)
+
+    def get(self):
+        for attempt in range(8):
+            try:
+                return requests.get(self.url)
+            except requests.ConnectionError:
+                {wait}
+"""
+
+
+def _helper_codes(wait: str):
+    return {f.code: f.message for f in _findings(HELPERS.replace("{wait}", wait))}
+
+
+def test_a_helper_that_sleeps_an_exponential_delay():
+    found = _helper_codes("self._backoff(attempt)")
+    assert "RTY203" in found and "RTY204" in found and "2.13 min" in found["RTY204"]
+
+
+def test_a_helper_that_returns_a_capped_delay():
+    found = _helper_codes("time.sleep(compute_delay(attempt))")
+    assert "RTY203" in found and "RTY204" not in found  # min(60, …) caps it
+
+
+def test_a_helper_that_returns_a_jittered_delay_is_not_reported():
+    assert not {"RTY202", "RTY203", "RTY204"} & set(_helper_codes("time.sleep(full_jitter_delay(attempt))"))
+
+
+def test_a_helper_with_branches_stays_unknown():
+    source = HELPERS.replace("{wait}", "time.sleep(pick(attempt))") + """
+def pick(attempt):
+    if attempt > 3:
+        return 5
+    return 2 ** attempt
+"""
+    assert not {"RTY202", "RTY203", "RTY204"} & {f.code for f in _findings(source)}
+
+
+def test_a_local_variable_named_like_a_helper_is_not_inlined():
+    source = HELPERS.replace("{wait}", "compute_delay = lambda n: 1\n                time.sleep(compute_delay(attempt))")
+    assert "RTY203" not in {f.code for f in _findings(source)}
+
+
+def test_a_delay_helper_in_another_module(project, run):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/backoff.py", """
+        import random
+        CAP = 20
+
+        def next_delay(attempt, base=1):
+            return min(CAP, base * 3 ** attempt)
+    """)
+    project.write("pkg/client.py", """
+        import time
+        import requests
+        from .backoff import next_delay
+
+
+        def fetch(url):
+            for attempt in range(6):
+                try:
+                    return requests.get(url)
+                except requests.ConnectionError:
+                    time.sleep(next_delay(attempt))
+    """)
+    code, out, _ = run("check", "pkg")
+    assert code == 1 and "RTY203" in out
+    code, out, _ = run("explain", "pkg/client.py")
+    assert "×3, cap 20 s" in out
+    assert "`next_delay(attempt)`: next_delay() returns `min(20, base * 3 ** attempt)`, pkg/backoff.py:4" in out
+    project.write("pkg/backoff.py", """
+        import random
+
+        def next_delay(attempt, base=1):
+            return random.uniform(0, min(20, base * 3 ** attempt))
+    """)
+    code, out, _ = run("check", "pkg")  # the cache must see the helper's module change
+    assert "RTY203" not in out
