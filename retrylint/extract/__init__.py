@@ -15,7 +15,7 @@ from typing import Callable, Collection, List, Optional, Sequence
 
 from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
-from . import around, dead_letters, layers, loops, recursion, waits
+from . import around, dead_letter_helpers, dead_letters, layers, loops, recursion, waits
 from .context import ModuleContext
 from .libraries import LIBRARIES
 
@@ -41,6 +41,7 @@ EXTRACTORS: List[Extractor] = [
 
 DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = [
     DeadLetterExtractor("dead-letters", dead_letters.extract_dead_letters, dead_letters.TRIGGER),
+    DeadLetterExtractor("dead-letter-helpers", dead_letters.extract_helper_dead_letters, dead_letter_helpers.TRIGGER),
 ]
 
 
@@ -69,7 +70,16 @@ def extract_dead_letters(ctx: ModuleContext, active: Optional[Collection[Trigger
         if active is None or extractor.trigger in active:
             operations.extend(extractor.extract(ctx))
     operations.sort(key=lambda o: (o.location.line, o.location.column))
-    return operations
+    # A replay loop holding both a broker call and a helper call is one replay.
+    seen = set()
+    unique = []
+    for operation in operations:
+        key = (operation.kind, operation.loop_location) if operation.loop_location is not None else id(operation)
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(operation)
+    return unique
 
 
 def extract_around(ctx: ModuleContext, policies: Sequence[RetryPolicy], active: Optional[Collection[Trigger]] = None) -> List[object]:

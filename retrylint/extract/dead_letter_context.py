@@ -52,7 +52,9 @@ _SERIALIZERS = frozenset(
         "bytearray", "base64.b64encode",
     }
 )
-_PASS_THROUGH_METHODS = frozenset({"encode", "decode", "dumps", "format", "model_dump_json", "json"})
+_PASS_THROUGH_METHODS = frozenset({"encode", "decode", "dumps", "format", "model_dump_json", "json",
+                                   # a message's own serializers: the message as it is
+                                   "to_json", "to_dict", "as_dict", "dict", "model_dump", "serialize", "to_bytes"})
 #: Calls that read the exception being handled: a failure reason.
 _EXCEPTION_READERS = frozenset(
     {"traceback.format_exc", "traceback.format_exception", "traceback.format_exception_only", "sys.exc_info",
@@ -308,9 +310,48 @@ class PayloadReader:
             return self.read(call.func.value, role, depth + 1)
         if self.is_message(call):  # msg.value(), message.body.decode()
             return Carried(message=True) if role == BODY else unknown()
+        record = self._record(call, method, positional, keywords, role, depth)
+        if record is not None:
+            return record
         if names & {"type"} and self._mentions_exception(call):
             return Carried(exception=True)  # type(exc).__name__
         return unknown()
+
+    def _record(self, call: cst.Call, method: str, positional, keywords, role: str, depth: int) -> Optional[Carried]:
+        """``DeadLetter(payload=…, error=…, attempts=…)``: a record class built with keywords; its
+        keys are the fields it carries, with the attributes its class sets itself when the
+        program view knows the class (an envelope that adds ``failed_at`` in ``__init__``)."""
+        if not method[:1].isupper() or positional or not keywords or any(a.star for a in call.args):
+            return None
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return None
+        attributes = self._class_attributes(call.func)
+        if attributes is None:
+            return None  # a class we cannot read may add fields of its own
+        out = Carried(words=set(keywords) | attributes)
+        for value in keywords.values():
+            evidence = self.read(value, role, depth + 1)
+            evidence.known = True
+            out.merge(evidence)
+        return out
+
+    def _class_attributes(self, func: cst.BaseExpression) -> Optional[Set[str]]:
+        program = getattr(self.ctx, "program", None)
+        name = last_name(func) or ""
+        if program is None or not isinstance(func, cst.Name):
+            return None
+        try:
+            own = program.own()
+            facts, cls = own, own.classes.get(name)
+            if cls is None and name in own.imports:
+                module, attribute = own.imports[name]
+                other = program.module(module) if attribute else None
+                cls = other.classes.get(attribute) if other is not None else None
+        except Exception:  # noqa: BLE001 - the class is simply unknown
+            return None
+        if cls is None:
+            return None
+        return set(cls.values) | set(cls.unknown)
 
     # ------------------------------------------------------------ names
 

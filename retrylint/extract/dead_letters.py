@@ -52,7 +52,8 @@ from .brokers import (
     Brokers,
 )
 from .context import ModuleContext
-from .dead_letter_context import ATTRIBUTES, BODY, CONTEXT_FIELDS, FieldNames, PayloadReader
+from .dead_letter_helpers import HelperCalls, message_parameters
+from .dead_letter_context import ATTRIBUTES, BODY, CONTEXT_FIELDS, Carried, FieldNames, PayloadReader
 from .queue_names import UNKNOWN_QUEUE, QueueNames, QueueRef
 from .triggers_of_work import WorkTriggers
 from .waits import sleep_of
@@ -180,7 +181,7 @@ class MessageFlow:
         else:
             # A callback registered elsewhere: its messages are known by their type or their ack,
             # but not where they come from.
-            for name in self.x.brokers.message_parameters(func):
+            for name in self.x.brokers.message_parameters(func) + message_parameters(func):
                 self.messages[name] = Received(UNKNOWN_QUEUE, "unknown", func)
                 self.raw.add(name)
             return
@@ -355,21 +356,38 @@ def _limit_test(test: cst.BaseExpression, counters: Sequence[str]) -> bool:
 
 
 class _Extractor:
-    def __init__(self, ctx: ModuleContext, calls: List[cst.Call]) -> None:
+    def __init__(self, ctx: ModuleContext, calls: List[cst.Call], helpers: bool = False) -> None:
         self.ctx = ctx
         self.names = QueueNames(ctx)
         self.brokers = Brokers(ctx, self.names)
+        self.helpers = HelperCalls(ctx, self.brokers, self.names)
         self.fields = FieldNames(ctx.settings)
         self._recognised: Dict[int, Optional[BrokerCall]] = {}
-        self.calls = [b for b in (self.recognised(c) for c in calls) if b is not None]
+        if helpers:
+            # Sites: the project's own send/store/receive helpers and ``call("SendMessage")``
+            # (the broker calls are the other extractor's); subscriptions still say what runs code.
+            own = [b for b in (self.helpers.recognise(c) for c in calls) if b is not None]
+            self.calls = own + [b for b in (self.brokers.recognise(c) for c in calls)
+                                if b is not None and b.role == SUBSCRIBE]
+            for found in own:
+                self._recognised[id(found.call)] = found
+        else:
+            self.calls = [b for b in (self.recognised(c) for c in calls) if b is not None]
         self.triggers = WorkTriggers(ctx, self.brokers, [b for b in self.calls if b.role == SUBSCRIBE])
         self._flows: Dict[int, MessageFlow] = {}
         self._loops_reported: set = set()
 
     def recognised(self, call: cst.Call) -> Optional[BrokerCall]:
+        """A broker's client call; else a project helper that reads a DLQ (``transport.pop(dlq)``)
+        or calls an operation by name (``client.call("ReceiveMessage", QueueUrl=...)``)."""
         key = id(call)
         if key not in self._recognised:
-            self._recognised[key] = self.brokers.recognise(call)
+            found = self.brokers.recognise(call)
+            if found is None:
+                helper = self.helpers.recognise(call)
+                if helper is not None and (helper.role == RECEIVE or helper.method.startswith("call(")):
+                    found = helper
+            self._recognised[key] = found
         return self._recognised[key]
 
     def flow(self, node: cst.CSTNode) -> MessageFlow:
@@ -408,15 +426,26 @@ class _Extractor:
             return self.write(call, flow)
         return None
 
-    def write(self, call: BrokerCall, flow: MessageFlow) -> DeadLetterOperation:
+    def write(self, call: BrokerCall, flow: MessageFlow) -> Optional[DeadLetterOperation]:
         reader = PayloadReader(self.ctx, flow.scope, flow.is_message, self.fields)
         parts = [(e, BODY) for e in call.body] + [(e, ATTRIBUTES) for e in call.attributes]
-        carried = reader.read_all(parts, call.attribute_keywords)
+        if call.broker == "store" and len(call.body) == 1 and isinstance(call.body[0], cst.Tuple):
+            # dead_letters.append((topic, event, exc)): a record whose elements are its fields.
+            carried = Carried(words=set(call.attribute_keywords))
+            for element in call.body[0].elements:
+                evidence = reader.read(element.value, BODY)
+                evidence.known = True
+                evidence.words.add(last_name(element.value) or "")
+                carried.merge(evidence)
+        else:
+            carried = reader.read_all(parts, call.attribute_keywords)
         carries: Tuple[str, ...] = ()
         missing: Tuple[str, ...] = ()
         if carried.known and not call.opaque and parts + list(call.attribute_keywords):
             carries = self.fields.carried(carried)
             missing = tuple(f for f in CONTEXT_FIELDS if f not in carries)
+        if call.broker in ("helper", "store") and "message" not in carries:
+            return None  # a helper call that visibly sends no message is no dead letter we can read
         runner = self.triggers.at(call.call)
         location = self.ctx.location(call.call)
         return DeadLetterOperation(
@@ -565,4 +594,10 @@ def extract_dead_letters(ctx: ModuleContext) -> List[DeadLetterOperation]:
     return _Extractor(ctx, calls).run()
 
 
-__all__ = ["TRIGGER", "extract_dead_letters", "MessageFlow", "rate_limited", "batch_limited"]
+def extract_helper_dead_letters(ctx: ModuleContext) -> List[DeadLetterOperation]:
+    """DLQ writes and replays through the project's own helpers (:mod:`.dead_letter_helpers`)."""
+    calls = [n for n in walk(ctx.module, skip=()) if isinstance(n, cst.Call)]
+    return _Extractor(ctx, calls, helpers=True).run()
+
+
+__all__ = ["TRIGGER", "extract_dead_letters", "extract_helper_dead_letters", "MessageFlow", "rate_limited", "batch_limited"]
