@@ -147,6 +147,8 @@ def check_source(
             if policy.bound.never_retries:
                 continue
             fix = None
+            if policy.delay_strategy and rule_class.code in _STRATEGY_CODES:
+                continue  # the schedule is judged where it is written (retrylint.extract.strategies)
             for index, diagnostic in enumerate(rule.check(policy, settings)):
                 if index == 0:
                     fix = _fix(rule, policy, fixer)
@@ -165,9 +167,13 @@ def check_source(
     return report
 
 
+#: Judgments of a delay schedule: a retry using another module's strategy inherits them.
+_STRATEGY_CODES = frozenset({"RTY203", "RTY204", "RTY504"})
+
+
 def _with_origins(policies: List[RetryPolicy], ctx: ModuleContext) -> List[RetryPolicy]:
     """Each site, with the values it read from elsewhere in the program (for ``explain``)."""
-    if not ctx.outside_values:
+    if not ctx.outside_values and not ctx.strategy_calls:
         return policies
     out = []
     for policy in policies:
@@ -178,6 +184,10 @@ def _with_origins(policies: List[RetryPolicy], ctx: ModuleContext) -> List[Retry
             for use, value in ctx.outside_values
             if anchor is not None and (ctx.home(use) is anchor or ctx.is_inside(ctx.home(use), anchor))
         ))
+        strategy = next((where for call, where in ctx.strategy_calls.items()
+                         if anchor is not None and ctx.is_inside(call, anchor)), "")
+        if strategy and policy.delay.grows_exponentially:
+            policy = policy.with_(delay_strategy=strategy)
         out.append(policy.with_(origins=origins) if origins else policy)
     return out
 

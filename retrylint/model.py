@@ -264,6 +264,9 @@ class RetryPolicy:
     #: Values read away from the site (``self.delay`` set in ``__init__``, an imported
     #: constant), each as "`expr` = value: where it was found" (``explain`` shows them).
     origins: Tuple[str, ...] = ()
+    #: The delay comes from a delay strategy of another module (``path:line``), judged there:
+    #: RTY203/RTY204 are not reported again at this retry.
+    delay_strategy: str = ""
     #: Calls inside the retried operation that retry on their own (RTY501), innermost last.
     inner: Tuple["RetryLayer", ...] = ()
 

@@ -78,6 +78,9 @@ class Helper:
     returns: Optional[str]  # the returned expression
     sleeps: Optional[str]  # the delay of its one sleep
     line: int
+    column: int = 0
+    end_line: int = 0
+    end_column: int = 0
 
 
 @dataclass
@@ -231,7 +234,7 @@ def _is_static(func: ast.AST) -> bool:
 
 def _note_helper(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:
     """Straight-line functions only: locals assigned once, then one return or one sleep."""
-    name = key.rsplit(".", 1)[-1].lower()
+    name = key.lower()  # ``ExponentialBackoff.compute`` says it in its class's name
     if not any(word in name for word in _HELPER_NAMES):
         return  # a delay helper says so in its name; anything else is not read as one
     body = list(func.body)  # type: ignore[attr-defined]
@@ -272,7 +275,8 @@ def _note_helper(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> N
         facts.helpers[key] = Helper(params, tuple(defaults.items()),
                                     ast.unparse(returns) if returns is not None else None,
                                     ast.unparse(sleeps) if sleeps is not None else None,
-                                    func.lineno)  # type: ignore[attr-defined]
+                                    func.lineno, func.col_offset,  # type: ignore[attr-defined]
+                                    func.end_lineno or func.lineno, func.end_col_offset or 0)  # type: ignore[attr-defined]
     except (ValueError, RecursionError):
         return
 
@@ -510,11 +514,25 @@ class Program:
         self.root = root
         self._tree = tree
         self._own: Optional[ModuleFacts] = None
+        self._called: Optional[frozenset] = None
         self._modules: Dict[str, Optional[ModuleFacts]] = {}
         #: other files read: absolute path → content digest (the result depends on them)
         self.dependencies: Dict[str, str] = {}
 
     # -- facts of modules
+
+    def called_names(self) -> frozenset:
+        """Names the whole module calls (``f(…)``, ``self.f(…)``), from its ``ast``."""
+        if self._called is None:
+            names = set()
+            if self._tree is not None:
+                for node in ast.walk(self._tree):
+                    if isinstance(node, ast.Call):
+                        name = _called_name(node.func)
+                        if name:
+                            names.add(name)
+            self._called = frozenset(names)
+        return self._called
 
     def own(self) -> ModuleFacts:
         if self._own is None:

@@ -15,7 +15,7 @@ from typing import Callable, Collection, List, Optional, Sequence
 
 from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
-from . import around, dead_letter_helpers, dead_letters, layers, loops, recursion, waits
+from . import around, dead_letter_helpers, dead_letters, layers, loops, recursion, strategies, waits
 from .context import ModuleContext
 from .libraries import LIBRARIES
 
@@ -37,6 +37,7 @@ class DeadLetterExtractor:
 EXTRACTORS: List[Extractor] = [
     Extractor("loops", loops.extract_loops, loops.TRIGGER),
     Extractor("recursion", recursion.extract_recursions, recursion.TRIGGER),
+    Extractor("strategies", strategies.extract_strategies, strategies.TRIGGER),
 ] + [Extractor(name, module.extract, module.TRIGGER) for name, module in LIBRARIES]
 
 DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = [

@@ -74,6 +74,8 @@ class ModuleContext:
         self._foreign_module: Dict[cst.CSTNode, ModuleFacts] = {}
         self._foreign_owner: Dict[cst.CSTNode, Optional[str]] = {}
         self._substitutions: Dict[cst.CSTNode, cst.BaseExpression] = {}
+        #: Calls taking their delay from another module's delay strategy → where it is.
+        self.strategy_calls: Dict[cst.CSTNode, str] = {}
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self._scopes = self._resolve(ScopeProvider)
         # Positions are a code-generation pass over the whole module: only a file with a
@@ -341,6 +343,29 @@ class ModuleContext:
         """The argument a call passed for a helper's parameter."""
         return self._substitutions.get(name)
 
+    def write_in_strategy(self, key: str, helper, counter: str) -> Optional[cst.BaseExpression]:
+        """A delay strategy's expression, to judge on its own (:mod:`.strategies`): its other
+        parameters take their literal defaults; ``counter`` stays the retry number."""
+        try:
+            node = cst.parse_expression(helper.returns)
+        except Exception:  # noqa: BLE001
+            return None
+        defaults = dict(helper.defaults)
+        owner = key.split(".")[0] if "." in key else None
+        facts = self.program.own()
+        stack: List[cst.CSTNode] = [node]
+        while stack:
+            current = stack.pop()
+            self._foreign_module[current] = facts
+            self._foreign_owner[current] = owner
+            if isinstance(current, cst.Name) and current.value != counter and current.value in defaults:
+                try:
+                    self._substitutions[current] = cst.parse_expression(repr(defaults[current.value]))
+                except Exception:  # noqa: BLE001
+                    pass
+            stack.extend(children(current))
+        return node
+
     def helper_delay(self, call: cst.Call, want: str) -> Optional[cst.BaseExpression]:
         """The delay a call's helper ``returns`` or ``sleeps``, written in terms of the call's
         arguments (``self._backoff(attempt)`` → ``min(60, 0.5 * 2 ** attempt)``); None when
@@ -394,6 +419,9 @@ class ModuleContext:
         for argument in arguments.values():
             if argument not in self._parents and argument not in self._foreign:
                 self._foreign[argument] = call  # a default written in
+        if want == "returns" and facts is not self.program.own():
+            # A strategy of another module: judged there (:mod:`.strategies`), not again here.
+            self.strategy_calls[call] = f"{facts.path}:{helper.line}"
         what = f"{name}() {'returns' if want == 'returns' else 'sleeps'} `{text}`"
         self.outside_values.append((call, Value(text, what, facts.path, helper.line, shown=what)))
         return node

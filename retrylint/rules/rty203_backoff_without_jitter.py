@@ -83,6 +83,18 @@ class BackoffWithoutJitter(Rule):
     VALID = [
         Valid(
             """
+            import random
+
+            def next_delay(attempt, cap=30):
+                # A delay strategy with full jitter: clients spread out.
+                return random.uniform(0, min(cap, 0.5 * 2 ** attempt))
+
+            def page_size(n):
+                return 2 ** n  # grows, but is no delay
+            """
+        ),
+        Valid(
+            """
             from urllib3.util import retry
 
             def make_retry(**options):
@@ -236,6 +248,17 @@ class BackoffWithoutJitter(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            MAX_DELAY = 30
+
+            def next_delay(attempt, base=0.5):
+                \"\"\"The backoff schedule every client of the package uses.\"\"\"
+                return min(MAX_DELAY, base * 2 ** attempt)
+            """,
+            line=4,
+            message="delay strategy `next_delay()` backs off exponentially",
+        ),
         Invalid(
             """
             from urllib3.util import retry

@@ -247,8 +247,10 @@ class Client:
 """
 
 
-def _helper_codes(wait: str):
-    return {f.code: f.message for f in _findings(HELPERS.replace("{wait}", wait))}
+def _helper_codes(wait: str, strategies: bool = False):
+    """Findings at the retry (``strategies``: also those on unused delay helpers)."""
+    return {f.code: f.message for f in _findings(HELPERS.replace("{wait}", wait))
+            if strategies or "delay strategy" not in f.message}
 
 
 def test_a_helper_that_sleeps_an_exponential_delay():
@@ -272,7 +274,7 @@ def pick(attempt):
         return 5
     return 2 ** attempt
 """
-    assert not {"RTY202", "RTY203", "RTY204"} & {f.code for f in _findings(source)}
+    assert not {"RTY202", "RTY203", "RTY204"} & {f.code for f in _findings(source) if "delay strategy" not in f.message}
 
 
 def test_a_local_variable_named_like_a_helper_is_not_inlined():
@@ -315,3 +317,56 @@ def test_a_delay_helper_in_another_module(project, run):
     """)
     code, out, _ = run("check", "pkg")  # the cache must see the helper's module change
     assert "RTY203" not in out
+
+
+# ---------------------------------------------------------------- delay strategies on their own
+
+
+def test_a_strategy_is_judged_where_it_is_written_and_its_users_elsewhere_inherit(project, run):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/backoff.py", """
+        CAP = 30
+
+        def next_delay(attempt, base=0.5):
+            return min(CAP, base * 2 ** attempt)
+
+        class ExponentialBackoff:
+            def __init__(self, base=1):
+                self.base = base
+
+            def compute(self, failures):
+                return self.base * 2 ** failures
+
+        def page_size(n):
+            return 2 ** n
+    """)
+    project.write("pkg/client.py", """
+        import time
+        import requests
+        from .backoff import next_delay
+
+
+        def fetch(url):
+            for attempt in range(6):
+                try:
+                    return requests.get(url)
+                except requests.ConnectionError:
+                    time.sleep(next_delay(attempt))
+    """)
+    code, out, _ = run("check", "--no-cache", "pkg")
+    lines = [line for line in out.splitlines() if "RTY" in line]
+    assert any(line.startswith("pkg/backoff.py:3:1: RTY203 delay strategy `next_delay()`") for line in lines)
+    assert any(line.startswith("pkg/backoff.py:10:5: RTY203 delay strategy `ExponentialBackoff.compute()`") for line in lines)
+    assert not any("page_size" in line for line in lines)
+    assert not any(line.startswith("pkg/client.py") and "RTY203" in line for line in lines), lines
+    code, out, _ = run("explain", "pkg/client.py")
+    assert "values from: `next_delay(attempt)`: next_delay() returns" in out
+
+
+def test_a_strategy_used_in_its_own_module_is_judged_at_the_retry():
+    found = _helper_codes("time.sleep(compute_delay(attempt))", strategies=True)
+    assert "RTY203" in found and "`compute_delay(attempt)`" in found["RTY203"]
+    assert not any("delay strategy" in m for m in found.values())
+    # Unused, the same helper is a strategy of its own.
+    messages = [f.message for f in _findings(HELPERS.replace("{wait}", "self._backoff(attempt)"))]
+    assert any(m.startswith("delay strategy `compute_delay()`") for m in messages)

@@ -303,11 +303,11 @@ def test_the_callee_question_can_be_answered_by_a_whole_program_view():
     class Program:
         """The module's own program view, plus the answer a whole-program index would give."""
 
-        def __init__(self, own):
-            self.own = own
+        def __init__(self, inner):
+            self._inner = inner
 
         def __getattr__(self, name):
-            return getattr(self.own, name)
+            return getattr(self._inner, name)
 
         def retry_policy_of(self, qualified_name):
             return other if qualified_name == "myapp.client.fetch" else None
