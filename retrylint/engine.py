@@ -149,6 +149,8 @@ def check_source(
             fix = None
             if policy.delay_strategy and rule_class.code in _STRATEGY_CODES:
                 continue  # the schedule is judged where it is written (retrylint.extract.strategies)
+            if policy.judged_at and rule_class.code != "RTY501":
+                continue  # one policy built in one place: reported there once (extract.libraries.built)
             for index, diagnostic in enumerate(rule.check(policy, settings)):
                 if index == 0:
                     fix = _fix(rule, policy, fixer)

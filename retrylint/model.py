@@ -269,6 +269,9 @@ class RetryPolicy:
     delay_strategy: str = ""
     #: Calls inside the retried operation that retry on their own (RTY501), innermost last.
     inner: Tuple["RetryLayer", ...] = ()
+    #: Another use of a policy built in one place (``@retry(**RETRY_ARGS)`` twice): judged at
+    #: that place once (``line 12``), its findings are not repeated for this use.
+    judged_at: str = ""
 
     @property
     def is_library(self) -> bool:

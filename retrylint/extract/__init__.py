@@ -17,7 +17,7 @@ from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
 from . import around, dead_letter_helpers, dead_letters, layers, loops, recursion, strategies, waits
 from .context import ModuleContext
-from .libraries import LIBRARIES
+from .libraries import LIBRARIES, built
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ DEAD_LETTER_EXTRACTORS: List[DeadLetterExtractor] = [
 
 def triggers() -> List[Trigger]:
     """What narrowing looks for: every extractor's sites, then what helps to read them."""
-    return [e.trigger for e in EXTRACTORS] + [e.trigger for e in DEAD_LETTER_EXTRACTORS] + around.TRIGGERS + [
+    return [e.trigger for e in EXTRACTORS] + [e.trigger for e in DEAD_LETTER_EXTRACTORS] + around.TRIGGERS + built.TRIGGERS + [
         dead_letters.CONTEXT,
         waits.SLEEPERS,
         layers.CONTEXT,

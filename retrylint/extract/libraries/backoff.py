@@ -14,6 +14,7 @@ import libcst as cst
 from ...model import UNKNOWN, Bound, Delay, DelayKind, Jitter, JitterKind, RetriedError, RetryPolicy
 from ...narrowing import Trigger
 from ..context import ModuleContext
+from .built import expand, merge, place
 from .common import Args, build, calls_named, clause, last, names_of, predicate, resolve, text_trigger, value
 
 DECORATORS = frozenset({"backoff.on_exception", "backoff.on_predicate", "backoff._decorator.on_exception",
@@ -30,7 +31,11 @@ TRIGGER = Trigger(text=text_trigger("backoff"), calls=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    return [_policy(call, ctx) for call in calls_named(ctx, DECORATORS)]
+    placed = []
+    for call in calls_named(ctx, DECORATORS):
+        args, built = expand(call, ctx)
+        placed.append((place(_policy(call, args, ctx), built, ctx), built))
+    return merge(placed)
 
 
 def _backoff_name(expr: cst.BaseExpression, ctx: ModuleContext) -> str:
@@ -41,8 +46,7 @@ def _backoff_name(expr: cst.BaseExpression, ctx: ModuleContext) -> str:
     return ""
 
 
-def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
-    args = Args.of(call)
+def _policy(call: cst.Call, args: Args, ctx: ModuleContext) -> RetryPolicy:
     on_exception = last(call.func) == "on_exception"
     location = ctx.location(call)
     max_tries = args.get("max_tries")

@@ -72,6 +72,13 @@ def resolve(expr: Optional[cst.BaseExpression], ctx: ModuleContext, depth: int =
         outside_value = ctx.outside_value(expr)
         if outside_value is not None:
             return outside_value
+    if isinstance(expr, (cst.Call, cst.Attribute)):
+        # ``wait=_wait()`` returning ``wait_exponential(...)``, ``self.wait`` set once in ``__init__``.
+        from .built import strategy_of
+
+        built = strategy_of(expr, ctx)
+        if built is not None:
+            return built
     return expr
 
 

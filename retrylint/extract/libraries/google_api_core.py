@@ -14,6 +14,7 @@ import libcst as cst
 from ...model import UNBOUNDED, UNKNOWN, Bound, Delay, DelayKind, Jitter, JitterKind, RetriedStatuses, RetryPolicy
 from ...narrowing import Trigger
 from ..context import ModuleContext
+from .built import expand, merge, place
 from .common import Args, build, calls_named, clause, is_none, last, names_of, predicate, resolve, text_trigger, value
 
 RETRY = frozenset(
@@ -43,11 +44,14 @@ TRIGGER = Trigger(text=text_trigger("api_core"), calls=frozenset({"Retry", "Asyn
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    return [_policy(call, ctx) for call in calls_named(ctx, RETRY)]
+    placed = []
+    for call in calls_named(ctx, RETRY):
+        args, built = expand(call, ctx)
+        placed.append((place(_policy(call, args, ctx), built, ctx), built))
+    return merge(placed)
 
 
-def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
-    args = Args.of(call)
+def _policy(call: cst.Call, args: Args, ctx: ModuleContext) -> RetryPolicy:
     timeout_expr = args.get("timeout", 4) or args.get("deadline")  # (predicate, initial, maximum, multiplier, timeout, on_error)
     if timeout_expr is not None and is_none(resolve(timeout_expr, ctx)):
         bound = UNBOUNDED

@@ -29,6 +29,7 @@ from ...model import (
 from ...narrowing import Trigger
 from ..context import ModuleContext
 from ..status import _collection
+from .built import expand, mapping_of, merge, place
 from .common import Args, build, calls_named, is_false, last, resolve, scaled, text_trigger, value
 
 RETRY = frozenset(
@@ -60,11 +61,13 @@ TRIGGER = Trigger(text=text_trigger("urllib3", "HTTPAdapter", "HTTPTransport", "
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    policies: List[RetryPolicy] = []
+    placed = []
     for call in calls_named(ctx, RETRY):
-        policy = _urllib3(call, ctx)
+        args, built = expand(call, ctx)
+        policy = _urllib3(call, args, ctx)
         if policy is not None:
-            policies.append(policy)
+            placed.append((place(policy, built, ctx), built))
+    policies: List[RetryPolicy] = merge(placed)
     for call in calls_named(ctx, ADAPTERS):
         policy = _adapter(call, ctx)
         if policy is not None:
@@ -76,8 +79,7 @@ def extract(ctx: ModuleContext) -> List[RetryPolicy]:
     return policies
 
 
-def _urllib3(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
-    args = Args.of(call)
+def _urllib3(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPolicy]:
     total_expr = args.get("total", 0)
     if total_expr is not None and is_false(resolve(total_expr, ctx)):
         return None  # Retry(0) / Retry(False): retries switched off
@@ -126,7 +128,15 @@ def _may_pass(call: cst.Call, keyword: str, ctx: ModuleContext) -> bool:
         if arg.star == "*":
             return True
         if arg.star == "**":
-            for mapping in _dict_values(arg.value, ctx):
+            read = mapping_of(arg.value, ctx, 0)
+            if read is not None:
+                if read.open or keyword in read.keys:
+                    return True
+                continue
+            values = _dict_values(arg.value, ctx)
+            if len(values) < 2:
+                return True  # one value that cannot be read: changed after it was built, or passed in
+            for mapping in values:
                 if not isinstance(mapping, cst.Dict):
                     return True
                 for element in mapping.elements:

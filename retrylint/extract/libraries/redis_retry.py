@@ -17,6 +17,7 @@ import libcst as cst
 from ...model import UNBOUNDED, UNKNOWN, Bound, Delay, DelayKind, Jitter, JitterKind, RetryPolicy, known
 from ...narrowing import Trigger
 from ..context import ModuleContext
+from .built import expand, merge, place
 from .common import Args, build, calls_named, clause, names_of, resolve, scaled, text_trigger, value
 
 RETRY = frozenset({"redis.retry.Retry", "redis.Retry", "redis.asyncio.retry.Retry", "redis.asyncio.Retry",
@@ -36,11 +37,16 @@ TRIGGER = Trigger(text=text_trigger("redis"), calls=frozenset({"Retry"}))
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    return [p for p in (_policy(call, ctx) for call in calls_named(ctx, RETRY)) if p is not None]
+    placed = []
+    for call in calls_named(ctx, RETRY):
+        args, built = expand(call, ctx)
+        policy = _policy(call, args, ctx)
+        if policy is not None:
+            placed.append((place(policy, built, ctx), built))
+    return merge(placed)
 
 
-def _policy(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
-    args = Args.of(call)
+def _policy(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPolicy]:
     retries = value(args.get("retries", 1), ctx, UNKNOWN)
     if known(retries) and float(retries) == 0:  # type: ignore[arg-type]
         return None

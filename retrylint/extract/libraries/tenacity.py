@@ -29,6 +29,7 @@ from ...model import (
 from ...narrowing import Trigger
 from ...syntax import dotted_name, walk
 from ..context import ModuleContext
+from .built import expand, merge, place
 from .common import (
     Args,
     bare_decorators,
@@ -72,14 +73,16 @@ TRIGGER = Trigger(text=text_trigger("tenacity"), calls=_WORDS, decorators=_WORDS
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    policies = []
+    placed = []
     for call in calls_named(ctx, POLICIES):
-        policies.append(_policy(call, Args.of(call), ctx, defaults=True))
+        args, built = expand(call, ctx)
+        placed.append((place(_policy(call, args, ctx, defaults=True), built, ctx), built))
     for name in bare_decorators(ctx, frozenset({"tenacity.retry"})):
-        policies.append(_default_policy(name, ctx))
+        placed.append((_default_policy(name, ctx), None))
     for call in _retry_with_calls(ctx):
-        policies.append(_policy(call, Args.of(call), ctx, defaults=False))
-    return policies
+        args, built = expand(call, ctx)
+        placed.append((place(_policy(call, args, ctx, defaults=False), built, ctx), built))
+    return merge(placed)
 
 
 def _retry_with_calls(ctx: ModuleContext) -> List[cst.Call]:
