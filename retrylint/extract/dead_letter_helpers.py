@@ -34,7 +34,7 @@ import libcst as cst
 
 from ..narrowing import Trigger, Words
 from ..syntax import call_args, dotted_name, last_name, walk
-from .brokers import METHODS, MOVE, PUBLISH, RECEIVE, SQS, BrokerCall
+from .brokers import METHODS, PUBLISH, PUBLISH_METHODS, RECEIVE, SQS, BrokerCall
 from .context import ModuleContext
 from .dead_letter_context import words_of
 from .queue_names import QueueRef
@@ -46,6 +46,8 @@ SEND_VERBS = frozenset({"publish", "send", "push", "put", "produce", "enqueue", 
 STORE_METHODS = frozenset({"append", "appendleft", "insert", "put", "put_nowait", "rpush", "lpush"})
 #: Words of a called name that read messages back.
 RECEIVE_VERBS = frozenset({"pop", "receive", "dequeue", "reserve"})
+#: … and ``read_messages(queue_url=dlq_url)``, ``fetch_batch(dlq)``: read + messages.
+_READS = frozenset({"read", "get", "fetch", "poll", "pull", "consume"})
 #: Receivers whose ``pop``/``get`` reads a mapping, not a queue.
 _MAPPINGS = re.compile(r"environ|kwargs|options|config|settings|params|headers|attributes|meta|cache|^os$", re.I)
 #: A store whose last word says it holds something other than dead letters themselves.
@@ -56,6 +58,9 @@ _NOT_STORES = frozenset({"id", "ids", "count", "counts", "counter", "size", "dep
 _CONFIG_KEYWORDS = frozenset({"timeout", "priority", "delay", "delay_seconds", "ttl", "retry", "client", "connection",
                               "conn", "session", "region_name", "loop", "block", "wait", "mandatory", "persistent",
                               "durable", "route", "route_urn", "key", "partition", "routing_key", "exchange"})
+#: Keywords of a helper that name where it sends.
+_DESTINATION_KEYWORDS = ("queue", "queue_name", "queue_url", "topic", "destination", "dest", "target", "target_url",
+                         "target_queue", "target_queue_url", "to_queue", "dlq", "dlq_url", "dead_letter_queue")
 #: SDK wrappers that call an operation by name: ``client.call("SendMessage", QueueUrl=...)``.
 _OPERATION_CALLERS = frozenset({"call", "_call", "call_api", "api_call", "make_api_call", "_make_api_call", "invoke"})
 _SQS_OPERATIONS = {"".join(w.capitalize() for w in m.split("_")): m for m in METHODS[SQS]}
@@ -122,7 +127,6 @@ class HelperCalls:
         self.names = names
         self._own: Optional[set] = None
         self._sends: dict = {}
-        self._depth = 0
 
     def own_functions(self) -> set:
         """Names of the functions and methods this module defines (judged inside, not at calls)."""
@@ -153,7 +157,9 @@ class HelperCalls:
                 return found
         if set(words) & SEND_VERBS and not method[:1].isupper():  # ``RedriveItem(...)`` builds a record
             return self._send(call, method, receiver, words)
-        if words[0] in RECEIVE_VERBS or (len(words) > 1 and words[1] in RECEIVE_VERBS and words[0] in ("try", "do")):
+        if words[0] in RECEIVE_VERBS or (len(words) > 1 and words[1] in RECEIVE_VERBS and words[0] in ("try", "do")) or (
+            words[0] in _READS and words[-1] in ("message", "messages", "batch")
+        ):
             return self._receive(call, method)
         return None
 
@@ -196,32 +202,67 @@ class HelperCalls:
             return None
         return BrokerCall(call, "store", PUBLISH, f"{last}.{method}", QueueRef("dlq", name), tuple(body))
 
-    def sends(self, func: cst.FunctionDef) -> bool:
-        """Does a function of this module send anything (a broker publish, or a helper send one
-        level down)? ``EventBus.publish(self, topic, event): ...`` that only calls handlers does not."""
-        key = id(func)
+    def _tree(self):
+        return getattr(self.ctx.program, "_tree", None)
+
+    def helper_definition(self, call: cst.Call, receiver: Optional[cst.BaseExpression], method: str):
+        """The ``ast`` definition of a helper of this module a call calls (read from the whole
+        file, so that narrowing changes nothing): ``f(...)``, ``self.f(...)``, ``bus.f(...)``
+        with ``bus: Bus`` or ``bus = Bus()``; None when it is not one of this module's."""
+        import ast
+
+        tree = self._tree()
+        if tree is None:
+            return None
+        classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        if receiver is None:
+            found = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method]
+            return found[0] if found else None
+        owner = None
+        if dotted_name(receiver) in ("self", "cls"):
+            owner = self.ctx.enclosing_class(call)
+        else:
+            for node in self.brokers.origin(receiver)[:1]:
+                target = node.func if isinstance(node, cst.Call) else node
+                owner = str(target.evaluated_value or "") if isinstance(target, cst.SimpleString) else dotted_name(target)
+        cls = classes.get(owner or "")
+        if cls is None:
+            return None
+        for member in cls.body:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == method:
+                return member
+        return None
+
+    def sends(self, definition) -> bool:
+        """Does a helper of this module send anything: a broker's publish method, an SDK
+        operation by name, or a call named like a send one level down? ``EventBus.publish``
+        that only calls handlers does not."""
+        import ast
+
+        key = id(definition)
         if key not in self._sends:
-            self._sends[key] = False
-            self._depth += 1
-            try:
-                for node in walk(func.body):
-                    if isinstance(node, cst.Call):
-                        found = self.brokers.recognise(node)
-                        if found is None and self._depth <= 2:
-                            found = self.recognise(node)
-                        if found is not None and found.role in (PUBLISH, MOVE):
-                            self._sends[key] = True
-                            break
-            finally:
-                self._depth -= 1
+            found = False
+            for node in ast.walk(definition):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if name in PUBLISH_METHODS or (set(name_words(name)) & SEND_VERBS and not name[:1].isupper()):
+                    found = True
+                elif name in _OPERATION_CALLERS and node.args and isinstance(node.args[0], ast.Constant) \
+                        and node.args[0].value in _SQS_OPERATIONS:
+                    found = True
+                if found:
+                    break
+            self._sends[key] = found
         return self._sends[key]
 
     def _send(self, call: cst.Call, method: str, receiver: Optional[cst.BaseExpression],
               words: Tuple[str, ...]) -> Optional[BrokerCall]:
         if self.brokers.recognise(call) is not None:
             return None
-        func = self.brokers.function_of(call.func)
-        if func is not None and not self.sends(func):
+        definition = self.helper_definition(call, receiver, method)
+        if definition is not None and not self.sends(definition):
             return None  # a helper of this module that we can read, and it sends nothing
         positional, keywords = call_args(call)
         if any(a.star for a in call.args):
@@ -243,12 +284,19 @@ class HelperCalls:
             if isinstance(arg, (cst.Name, cst.Attribute)) and self.names.classify(arg).is_work and positional[index + 1:]:
                 return BrokerCall(call, "helper", PUBLISH, method, self.names.classify(arg),
                                   tuple(positional[index + 1:]), attributes, attribute_keywords)
-        for keyword in ("queue", "queue_name", "queue_url", "topic", "destination", "dest", "to", "target"):
+        for keyword in _DESTINATION_KEYWORDS:
             arg = keywords.get(keyword)
-            if arg is not None and self.names.classify(arg).is_dlq:
+            if arg is None:
+                continue
+            queue = self.names.classify(arg)
+            if not queue.known:
+                # requeue(queue_url=url if ... else queue_url): the keyword says it is the destination.
+                queue = QueueRef(self.names.identifier_kind(keyword), self.names.display(arg))
+            if queue.is_dlq or queue.is_work:
                 rest = [v for k, v in keywords.items() if k != keyword and k not in _CONFIG_KEYWORDS]
-                return BrokerCall(call, "helper", PUBLISH, method, self.names.classify(arg),
-                                  tuple(positional), tuple(rest),
+                if queue.is_dlq and not positional and not rest:
+                    return None
+                return BrokerCall(call, "helper", PUBLISH, method, queue, tuple(positional), tuple(rest),
                                   tuple(k for k in keywords if k != keyword and k not in _CONFIG_KEYWORDS))
         # ``store.dlq_insert(record)``: the name says it writes a dead letter, to a store of another module.
         if self.names.is_dlq_name(method) and isinstance(receiver, cst.Attribute) and method not in self.own_functions():

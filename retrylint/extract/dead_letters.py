@@ -145,6 +145,13 @@ class MessageFlow:
                         self._bind(node.target, received, raw=self._raw_source(_iterated(node.iter)))
                 elif isinstance(node, cst.WithItem) and node.asname is not None:
                     self._assign([node.asname.name], node.item)
+                elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                      and node.func.attr.value in ("append", "extend", "appendleft") and node.args
+                      and isinstance(node.func.value, cst.Name)):
+                    # popped.append(message): the list holds received messages
+                    received = self.mentioned(node.args[0].value)
+                    if received is not None:
+                        self._bind(node.func.value, received, raw=False)
 
     def _assign(self, targets: Sequence[cst.CSTNode], value: cst.BaseExpression) -> None:
         received = self.source_of(value)
