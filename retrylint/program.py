@@ -94,6 +94,9 @@ class ModuleFacts:
     instances: Dict[str, str] = field(default_factory=dict)
     #: delay helpers: ``name`` or ``Class.name`` → what they compute
     helpers: Dict[str, "Helper"] = field(default_factory=dict)
+    #: module-level names bound once to a dict or a call (``RETRY_KWARGS = {...}``,
+    #: ``WAIT = wait_fixed(2)``) and never changed: its text (constants written in), line
+    expressions: Dict[str, Tuple[str, int]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- literals
@@ -209,9 +212,18 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
                 called = _dotted(statement.value.func)
                 if called:
                     facts.instances[target.id] = called
+            if value is _MISSING and _policy_like(statement.value):
+                try:
+                    text = ast.unparse(_inline(statement.value, {}, facts.constants))
+                except (ValueError, RecursionError):
+                    text = ""
+                if text:
+                    facts.expressions[target.id] = (text, statement.lineno)
         elif isinstance(statement, ast.ClassDef):
             facts.classes[statement.name] = _class_facts(statement, facts.constants)
     _forget_passed_parameters(tree, facts)
+    if facts.expressions:
+        _forget_changed_expressions(tree, facts)
     for statement in tree.body:
         if isinstance(statement, _FUNCTIONS):
             _note_helper(facts, statement.name, statement, method=False)
@@ -309,6 +321,47 @@ def _inline(node: ast.AST, locals_: Dict[str, ast.AST], constants: Dict[str, Tup
     import copy
 
     return Inline().visit(copy.deepcopy(node))
+
+
+#: Keys of retry policies' keyword arguments (tenacity, backoff, urllib3, redis, google-api-core).
+_POLICY_KEYS = {"stop", "wait", "retry", "max_tries", "max_time", "jitter", "giveup", "total", "backoff_factor",
+                "backoff_max", "backoff_jitter", "status_forcelist", "retries", "backoff", "supported_errors",
+                "initial", "maximum", "multiplier", "timeout", "deadline", "predicate", "connect", "read", "status"}
+
+
+def _policy_like(value: ast.AST) -> bool:
+    """A dict of a retry policy's arguments, or a call of a wait/stop strategy or policy."""
+    if isinstance(value, ast.Dict):
+        return any(isinstance(k, ast.Constant) and k.value in _POLICY_KEYS for k in value.keys)
+    if isinstance(value, ast.Call):
+        name = _called_name(value.func) or ""
+        if name == "dict":
+            return any(k.arg in _POLICY_KEYS for k in value.keywords)
+        return name.startswith(("wait_", "stop_", "retry_")) or name in ("Retry", "AsyncRetry") \
+            or name.endswith("Backoff") or name in ("expo", "fibo", "constant")
+    return False
+
+
+_CHANGES = {"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove"}
+
+
+def _forget_changed_expressions(tree: ast.Module, facts: ModuleFacts) -> None:
+    """``RETRY_KWARGS["stop"] = …``, ``RETRY_KWARGS.update(…)``, ``global RETRY_KWARGS``
+    anywhere in the module: its value is not the one written."""
+    for node in ast.walk(tree):
+        changed: Optional[str] = None
+        if isinstance(node, ast.Global):
+            for name in node.names:
+                facts.expressions.pop(name, None)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            changed = node.value.id
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            changed = node.target.id
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CHANGES \
+                and isinstance(node.func.value, ast.Name):
+            changed = node.func.value.id
+        if changed is not None:
+            facts.expressions.pop(changed, None)
 
 
 def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
@@ -592,6 +645,18 @@ class Program:
             if found is not None:
                 return Value(found.value, f"{module}.{attribute}", found.path, found.line)
         return None
+
+    def expression(self, name: str) -> Optional[Tuple[str, ModuleFacts, int]]:
+        """The dict or call an imported name is bound to in another module of the checked tree
+        (``from .config import RETRY_KWARGS``): its text, that module's facts, its line."""
+        imported = self.own().imports.get(name)
+        if imported is None or imported[1] is None:
+            return None
+        other = self.module(imported[0])
+        if other is None or imported[1] not in other.expressions:
+            return None
+        text, line = other.expressions[imported[1]]
+        return text, other, line
 
     def helper(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[Tuple[Helper, ModuleFacts]]:
         """The delay helper a call calls: ``helper(…)``, ``self.helper(…)``, or one imported

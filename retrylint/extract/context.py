@@ -426,6 +426,30 @@ class ModuleContext:
         self.outside_values.append((call, Value(text, what, facts.path, helper.line, shown=what)))
         return node
 
+    def foreign_expression(self, name: str, use: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, str]]:
+        """A dict or call that ``name`` (imported) is bound to in another module of the checked
+        tree, written in at ``use`` (its names read with that module's imports), and ``path:line``."""
+        if use in self._foreign_module:
+            return None
+        found = self.program.expression(name)
+        if found is None:
+            return None
+        text, facts, line = found
+        try:
+            node = cst.parse_expression(text)
+        except Exception:  # noqa: BLE001 - a value libcst cannot read is simply unknown
+            return None
+        stack: List[cst.CSTNode] = [node]
+        while stack:
+            current = stack.pop()
+            self._foreign[current] = use
+            self._foreign_module[current] = facts
+            self._foreign_owner[current] = None
+            stack.extend(children(current))
+        shown = f"built in another module as `{text if len(text) <= 80 else text[:77] + '...'}`"
+        self.outside_values.append((use, Value(text, name, facts.path, line, shown=shown)))
+        return node, f"{facts.path}:{line}"
+
     def outside_value(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.x``/``cls.x``/``Class.x``/``module.X``/``settings.X`` when the program view
         knows its only value: a literal node standing for it; else None."""

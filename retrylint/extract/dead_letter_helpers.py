@@ -72,7 +72,7 @@ _DLQ_WORDS = ("dlq", "DLQ", "Dlq", "dead_letter", "DEAD_LETTER", "deadletter", "
 #: called name) may be a DLQ write, and ``client.call("SendMessage", ...)`` a send or a replay.
 TRIGGER = Trigger(
     text=Words(*_DLQ_WORDS),
-    calls=SEND_VERBS | STORE_METHODS | _OPERATION_CALLERS,
+    calls=SEND_VERBS | STORE_METHODS | _OPERATION_CALLERS | {"drain", "replay"},
     partial=True,
 )
 
@@ -165,7 +165,50 @@ class HelperCalls:
 
     # ------------------------------------------------------------ pieces
 
+    def expanded(self, call: cst.Call) -> Optional[cst.Call]:
+        """``send_message(**kwargs)`` with ``kwargs = {"QueueUrl": url, "MessageBody": body}`` a
+        dict literal of the function: the call with those keywords written in (their values are
+        the function's own nodes). None when there is no such dict."""
+        stars = [a for a in call.args if a.star == "**"]
+        if len(stars) != 1 or not isinstance(stars[0].value, cst.Name):
+            return None
+        bindings = self.ctx.bindings(stars[0].value)
+        values = [b.value for b in bindings if b.kind in ("assign", "annassign")]
+        if len(bindings) != 1 or len(values) != 1 or not isinstance(values[0], cst.Dict):
+            return None
+        extra = []
+        for element in values[0].elements:
+            if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                return None
+            key = element.key.evaluated_value
+            if not isinstance(key, str) or not key.isidentifier():
+                return None
+            extra.append(cst.Arg(keyword=cst.Name(key), value=element.value))
+        # kwargs["MaxNumberOfMessagesPerSecond"] = rate: keys written later count too.
+        name = stars[0].value.value
+        scope = self.ctx.enclosing_function(call) or self.ctx.module
+        for node in walk(scope):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    sub = target.target
+                    if isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and sub.value.value == name:
+                        index = sub.slice[0].slice if len(sub.slice) == 1 else None
+                        key = index.value if isinstance(index, cst.Index) else None
+                        if not isinstance(key, cst.SimpleString) or not str(key.evaluated_value).isidentifier():
+                            return None
+                        extra.append(cst.Arg(keyword=cst.Name(str(key.evaluated_value)), value=node.value))
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                    dotted_name(node.func.value) == name and node.func.attr.value in ("update", "setdefault"):
+                return None
+        return call.with_changes(args=[a for a in call.args if a.star != "**"] + extra)
+
     def _operation(self, call: cst.Call) -> Optional[BrokerCall]:
+        expanded = self.expanded(call)
+        if expanded is not None:
+            found = self._operation(expanded)
+            if found is not None:
+                found.call = call
+            return found
         positional, keywords = call_args(call)
         if not positional or not isinstance(positional[0], cst.SimpleString):
             return None

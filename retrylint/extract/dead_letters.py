@@ -378,8 +378,10 @@ class _Extractor:
                                 if b is not None and b.role == SUBSCRIBE]
             for found in own:
                 self._recognised[id(found.call)] = found
+            self._drains = [c for c in calls if c.args and id(c) not in self._recognised]
         else:
             self.calls = [b for b in (self.recognised(c) for c in calls) if b is not None]
+            self._drains = []
         self.triggers = WorkTriggers(ctx, self.brokers, [b for b in self.calls if b.role == SUBSCRIBE])
         self._flows: Dict[int, MessageFlow] = {}
         self._loops_reported: set = set()
@@ -390,6 +392,12 @@ class _Extractor:
         key = id(call)
         if key not in self._recognised:
             found = self.brokers.recognise(call)
+            if found is not None and found.opaque and not found.queue.known:
+                expanded = self.helpers.expanded(call)  # client.send_message(**kwargs), kwargs a dict here
+                again = self.brokers.recognise(expanded) if expanded is not None else None
+                if again is not None:
+                    again.call = call
+                    found = again
             if found is None:
                 helper = self.helpers.recognise(call)
                 if helper is not None and (helper.role == RECEIVE or helper.method.startswith("call(")):
@@ -415,7 +423,48 @@ class _Extractor:
                 operation = None
             if operation is not None:
                 out.append(operation)
+        for call in self._drains:
+            operation = self.drain(call)
+            if operation is not None:
+                out.append(operation)
         return out
+
+    # ------------------------------------------------------------ drain with a handler
+
+    def drain(self, call: cst.Call) -> Optional[DeadLetterOperation]:
+        """``drain_queue(dlq_url, handler=_replay, max_messages=n)``: a project's consumer loop
+        fed by a DLQ, with a handler of this module that re-publishes each message to a work
+        queue. The replay is the call (the loop is generic); its limits are what the call passes."""
+        positional, keywords = call_args(call)
+        if not positional or not self.names.classify(positional[0]).is_dlq:
+            return None
+        handlers = [keywords[k] for k in ("handler", "callback", "on_message", "func", "fn") if k in keywords]
+        handlers += [a for a in positional[1:2] if isinstance(a, (cst.Name, cst.Attribute))]
+        for handler in handlers:
+            func = self.brokers.function_of(handler)
+            if func is None:
+                continue
+            params = [p.name.value for p in func.params.params if p.name.value not in ("self", "cls")]
+            if not params:
+                continue
+            for node in walk(func.body, skip=DEFERRED):
+                if not isinstance(node, cst.Call):
+                    continue
+                found = self.recognised(node)
+                if found is None or found.role != PUBLISH or not found.queue.is_work:
+                    continue
+                parts = list(found.body) + list(found.attributes)
+                if not any(isinstance(n, cst.Name) and n.value == params[0] for p in parts for n in walk(p)):
+                    continue
+                given = [k for k in keywords if k not in ("handler", "callback", "on_message", "func", "fn")]
+                rate = any(_LIMITER_OBJECT.search(k) or re.search(r"per_second|interval|sleep|delay", k) for k in given)
+                batch = any(_LIMITISH.search(k) for k in given)
+                source = self.names.classify(positional[0])
+                bc = BrokerCall(call, "helper", MOVE, last_name(call.func) or "drain", source, destination=found.queue)
+                runner = self.triggers.at(call)
+                return self._operation(bc, source, found.queue, runner, None, rate, batch, runner.automatic,
+                                       runner.detail)
+        return None
 
     # ------------------------------------------------------------ publish
 

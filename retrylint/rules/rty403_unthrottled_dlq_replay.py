@@ -422,10 +422,12 @@ class UnthrottledDlqReplay(Rule):
         if not (unpaced or unbounded):
             return
         if operation.loop_location is None:
+            advice = ("pass `MaxNumberOfMessagesPerSecond`" if operation.broker == "sqs"
+                      else "pace it (a rate limit in the handler or the loop that calls it)")
             yield self.at(
                 operation,
                 f"{operation.description} moves every dead letter of `{operation.queue}` back to "
-                f"{_queue(operation.destination)} as fast as the broker can; pass `MaxNumberOfMessagesPerSecond` "
+                f"{_queue(operation.destination)} as fast as the broker can; {advice} "
                 "so that the replay does not make a new spike",
             )
             return

@@ -355,3 +355,55 @@ def test_environment_pop_of_a_dlq_name_is_no_receive():
             sqs.send_message(QueueUrl=work_url, MessageBody=dlq_url)
         """
     ) == []
+
+
+# ---------------------------------------------------------------- a generic drain loop fed by a DLQ
+
+_DRAIN = '''
+import boto3
+
+def drain_queue(queue_url, handler, max_messages=None):
+    sqs = boto3.client("sqs")
+    processed = 0
+    while max_messages is None or processed < max_messages:
+        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            break
+        for msg in messages:
+            handler(msg)
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=msg["ReceiptHandle"])
+            processed += 1
+    return processed
+
+def replay_dlq(dlq_url, target_url, max_messages=None):
+    def _replay(msg):
+        kwargs = {"QueueUrl": target_url, "MessageBody": msg["Body"]}
+        boto3.client("sqs").{send}(**kwargs)
+
+    return drain_queue({source}, handler=_replay, max_messages=max_messages)
+'''
+
+
+def test_drain_of_a_dlq_with_a_republishing_handler_is_an_unpaced_replay():
+    found = report(_DRAIN.replace("{send}", "send_message").replace("{source}", "dlq_url"))
+    assert [(f.code, f.location.line) for f in found.findings] == [("RTY403", 22)]
+    assert "pace it" in found.findings[0].message
+
+
+def test_drain_of_a_work_queue_or_with_a_handler_that_does_not_publish_is_nothing():
+    assert codes(_DRAIN.replace("{send}", "send_message").replace("{source}", "target_url")) == []
+    assert codes(_DRAIN.replace("{send}", "get_queue_attributes").replace("{source}", "dlq_url")) == []
+
+
+def test_move_task_whose_rate_is_written_into_its_kwargs_later_is_paced():
+    assert codes(
+        """
+        import boto3
+
+        def start_move(source_arn, rate=None):
+            kwargs = {"SourceArn": source_arn}
+            if rate is not None:
+                kwargs["MaxNumberOfMessagesPerSecond"] = rate
+            return boto3.client("sqs").start_message_move_task(**kwargs)
+        """
+    ) == []

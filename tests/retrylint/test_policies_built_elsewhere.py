@@ -408,6 +408,29 @@ def test_google_retry_kwargs():
 # ---------------------------------------------------------------- explain and another module
 
 
+CONFIG = """
+from tenacity import stop_after_attempt, wait_exponential, wait_fixed
+
+MAX_ATTEMPTS = 4
+RETRY_KWARGS = {{"stop": stop_after_attempt(MAX_ATTEMPTS), "wait": {wait}}}
+WAIT = wait_exponential(multiplier=1, max=30)
+"""
+
+CLIENT = """
+from tenacity import retry, retry_if_exception_type, stop_after_attempt
+from .config import RETRY_KWARGS, WAIT
+
+
+@retry(retry=retry_if_exception_type(ConnectionError), **RETRY_KWARGS)
+def fetch():
+    pass
+
+
+@retry(stop=stop_after_attempt(3), wait=WAIT, retry=retry_if_exception_type(ConnectionError))
+def fetch_again():
+    pass
+"""
+
 
 def test_explain_shows_where_the_arguments_were_built(project, run):
     project.write("case.py", """
@@ -424,3 +447,29 @@ def test_explain_shows_where_the_arguments_were_built(project, run):
     code, out, _ = run("explain", "case.py:3")
     assert "values from: `retry(**RETRY_ARGS)`: arguments from `**RETRY_ARGS`, case.py:3" in out
 
+
+def test_arguments_and_strategies_imported_from_another_module(project, run):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/config.py", CONFIG.format(wait="wait_fixed(2)"))
+    project.write("pkg/client.py", CLIENT)
+    code, out, _ = run("check", "--no-cache", "pkg")
+    lines = [line for line in out.splitlines() if "pkg/client.py" in line]
+    # Built in config.py, reported at the use in client.py, naming config.py and its line.
+    assert any(":5:" in line and "RTY202" in line and "pkg/config.py:4" in line for line in lines), out
+    assert any(":10:" in line and "RTY203" in line for line in lines), out
+    assert not any("pkg/config.py:" in line.split(" ")[0] for line in out.splitlines() if "RTY" in line)
+    code, out, _ = run("explain", "--output-format", "json", "pkg/client.py")
+    origins = [o for site in json.loads(out) for o in site.get("origins", [])]
+    assert any("pkg/config.py:4" in o for o in origins), origins
+    assert any("pkg/config.py:5" in o for o in origins), origins
+
+
+def test_the_cache_misses_when_the_module_building_the_arguments_changes(project, run):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/config.py", CONFIG.format(wait="wait_fixed(2)"))
+    project.write("pkg/client.py", CLIENT)
+    code, out, _ = run("check", "pkg")
+    assert "the same 2 s" in out
+    project.write("pkg/config.py", CONFIG.format(wait="wait_fixed(6)"))
+    code, out, _ = run("check", "pkg")
+    assert "the same 6 s" in out and "the same 2 s" not in out

@@ -182,6 +182,8 @@ def _call_mapping(call: cst.Call, ctx: ModuleContext, depth: int) -> Optional[Ma
 
 
 def _name_mapping(name: cst.Name, ctx: ModuleContext, depth: int) -> Optional[Mapping]:
+    if ctx.home(name) is not name:
+        return None  # a name inside a mapping written in from another module: not read here
     bindings = [b for b in ctx.bindings(name) if b.kind != "import"]
     if not bindings:
         if any(b.kind == "import" for b in ctx.bindings(name)):
@@ -225,10 +227,10 @@ def _imported(name: cst.Name, ctx: ModuleContext) -> Optional[Mapping]:
     if reader is None:
         return None
     found = reader(name.value, name)
-    if found is None:
+    if found is None or not isinstance(found[0], (cst.Dict, cst.Call)):
         return None
     node, where = found
-    mapping = mapping_of(node, ctx, _DEPTH)
+    mapping = mapping_of(node, ctx, _DEPTH - 1)
     if mapping is None:
         return None
     mapping.node = None
@@ -543,6 +545,13 @@ def strategy_of(expr: cst.BaseExpression, ctx: ModuleContext) -> Optional[cst.Ba
         value = returned_by(expr, ctx)
     elif isinstance(expr, cst.Attribute):
         value = attribute_value(expr, ctx)
+    elif isinstance(expr, cst.Name) and ctx.home(expr) is expr and any(b.kind == "import" for b in ctx.bindings(expr)):
+        # ``from .policies import WAIT``: a strategy built in another module of the tree.
+        reader = getattr(ctx, "foreign_expression", None)
+        found = reader(expr.value, expr) if reader is not None else None
+        if found is not None and isinstance(found[0], cst.Call) and _is_strategy(found[0], ctx):
+            return found[0]
+        return None
     else:
         return None
     if isinstance(value, cst.Call) and _is_strategy(value, ctx):

@@ -62,7 +62,7 @@ def resolve(expr: Optional[cst.BaseExpression], ctx: ModuleContext, depth: int =
         elif not bindings:
             constant = ctx.module_constant(expr.value, expr)
             if constant is None:
-                return expr
+                break  # an imported name: maybe a strategy another module builds (below)
             expr = unwrap_await(constant)
         else:
             return expr
@@ -72,7 +72,7 @@ def resolve(expr: Optional[cst.BaseExpression], ctx: ModuleContext, depth: int =
         outside_value = ctx.outside_value(expr)
         if outside_value is not None:
             return outside_value
-    if isinstance(expr, (cst.Call, cst.Attribute)):
+    if isinstance(expr, (cst.Call, cst.Attribute, cst.Name)):
         # ``wait=_wait()`` returning ``wait_exponential(...)``, ``self.wait`` set once in ``__init__``.
         from .built import strategy_of
 
