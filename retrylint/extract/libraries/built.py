@@ -18,6 +18,7 @@ program view reads), it is reported at the use and names the file and line.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
@@ -413,6 +414,11 @@ def _key(target: cst.Subscript) -> Optional[str]:
 # ---------------------------------------------------------------- attributes and helpers
 
 
+#: Per module: (class, attribute) → what ``attribute_value`` found (a class is walked once per attribute).
+_ATTRIBUTES: "weakref.WeakKeyDictionary[ModuleContext, Dict[Tuple[int, str], Optional[cst.BaseExpression]]]" = \
+    weakref.WeakKeyDictionary()
+
+
 def attribute_value(expr: cst.Attribute, ctx: ModuleContext) -> Optional[cst.BaseExpression]:
     """``self.x``/``cls.x`` set once in the class (``__init__`` or the class body) to a dict or
     a call, ``Class.X`` likewise; None when set twice, anywhere else, or changed in place."""
@@ -424,7 +430,17 @@ def attribute_value(expr: cst.Attribute, ctx: ModuleContext) -> Optional[cst.Bas
         owner = _enclosing_class_node(expr, ctx)
     else:
         owner = _class_named(receiver, ctx)
-    if owner is None or _overridden_below(owner.name.value, attr, ctx):
+    if owner is None:
+        return None
+    cache = _ATTRIBUTES.setdefault(ctx, {})
+    key = (id(owner), attr)
+    if key not in cache:
+        cache[key] = _attribute_value(owner, attr, receiver, ctx)
+    return cache[key]
+
+
+def _attribute_value(owner: cst.ClassDef, attr: str, receiver: str, ctx: ModuleContext) -> Optional[cst.BaseExpression]:
+    if _overridden_below(owner.name.value, attr, ctx):
         return None
     values: List[Tuple[cst.CSTNode, cst.BaseExpression]] = []
     for statement in owner.body.body:
