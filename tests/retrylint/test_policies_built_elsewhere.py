@@ -247,6 +247,56 @@ def test_a_module_constant_mutated_elsewhere_is_silent():
     """) == set()
 
 
+def test_a_retry_engine_whose_policy_is_its_callers_is_silent():
+    assert _codes("""
+        from tenacity import Retrying, wait_fixed
+
+        class RetryEngine:
+            def __init__(self, **retry_kwargs):
+                self.retry_kwargs = retry_kwargs
+                self.with_default_wait = {"wait": wait_fixed(1), **retry_kwargs}
+
+            def run(self, fn):
+                Retrying(**self.with_default_wait)(fn)
+                return Retrying(**self.retry_kwargs)(fn)
+    """) == set()
+
+
+def test_a_module_dict_assigned_twice_or_changed_through_an_alias_is_silent():
+    assert _codes("""
+        from tenacity import Retrying, retry, stop_after_attempt, wait_fixed, retry_if_exception_type
+
+        ARGS = {"wait": wait_fixed(2), "retry": retry_if_exception_type(OSError)}
+        ARGS = {"wait": wait_fixed(3), "retry": retry_if_exception_type(OSError)}
+
+        @retry(**ARGS)
+        def a(): pass
+
+        def alias():
+            args = {"wait": wait_fixed(2), "retry": retry_if_exception_type(OSError)}
+            other = args
+            other["stop"] = stop_after_attempt(3)
+            return Retrying(**args)
+    """) == set()
+
+
+def test_a_builder_with_a_parameter_keeps_the_bound_unknown():
+    found = _found("""
+        from tenacity import AsyncRetrying, stop_after_attempt, wait_exponential, retry_if_exception_type
+
+        def retry_args(attempts=3):
+            return {"stop": stop_after_attempt(attempts), "wait": wait_exponential(),
+                    "retry": retry_if_exception_type(OSError)}
+
+        async def run():
+            async for attempt in AsyncRetrying(**retry_args(40)):
+                with attempt:
+                    pass
+    """)
+    # No jitter whatever the bound; no cap is judged only with a known bound (40 attempts is not read).
+    assert set(found) == {("RTY203", 4)}
+
+
 def test_a_kwargs_passthrough_wrapper_is_its_callers_policy():
     assert _codes("""
         from tenacity import Retrying, stop_after_attempt, wait_fixed
@@ -473,3 +523,17 @@ def test_the_cache_misses_when_the_module_building_the_arguments_changes(project
     project.write("pkg/config.py", CONFIG.format(wait="wait_fixed(6)"))
     code, out, _ = run("check", "pkg")
     assert "the same 6 s" in out and "the same 2 s" not in out
+
+
+def test_noqa_where_the_dict_is_built_or_at_its_use_silences_it():
+    template = """
+        from tenacity import retry, stop_after_attempt, wait_fixed, retry_if_exception_type
+
+        RETRY_ARGS = {{"stop": stop_after_attempt(5), "wait": wait_fixed(3), "retry": retry_if_exception_type(OSError)}}{built}
+
+        @retry(**RETRY_ARGS){use}
+        def fetch(): pass
+    """
+    assert _codes(template.format(built="", use="")) == {"RTY202"}
+    assert _codes(template.format(built="  # noqa: RTY202", use="")) == set()
+    assert _codes(template.format(built="", use="  # noqa: RTY202")) == set()
