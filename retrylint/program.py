@@ -83,6 +83,15 @@ class Helper:
     end_column: int = 0
 
 
+@dataclass(frozen=True)
+class Wrapper:
+    """``def _again(self, url): time.sleep(1); return self.fetch(url)``: a function that
+    (maybe after a sleep) calls another one with its own parameters, unchanged."""
+
+    target: str  # the function or method it calls back (its name)
+    sleeps: Optional[str]  # the delay of its sleep, if it sleeps
+
+
 @dataclass
 class ModuleFacts:
     path: str
@@ -97,6 +106,8 @@ class ModuleFacts:
     #: module-level names bound once to a dict or a call (``RETRY_KWARGS = {...}``,
     #: ``WAIT = wait_fixed(2)``) and never changed: its text (constants written in), line
     expressions: Dict[str, Tuple[str, int]] = field(default_factory=dict)
+    #: pass-through wrappers: ``name`` or ``Class.name`` → what they call back
+    wrappers: Dict[str, "Wrapper"] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- literals
@@ -227,11 +238,13 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
     for statement in tree.body:
         if isinstance(statement, _FUNCTIONS):
             _note_helper(facts, statement.name, statement, method=False)
+            _note_wrapper(facts, statement.name, statement, method=False)
         elif isinstance(statement, ast.ClassDef):
             for member in statement.body:
                 if isinstance(member, _FUNCTIONS):
                     _note_helper(facts, f"{statement.name}.{member.name}", member,
                                  method=not _is_static(member))
+                    _note_wrapper(facts, f"{statement.name}.{member.name}", member, method=not _is_static(member))
     return facts
 
 
@@ -291,6 +304,46 @@ def _note_helper(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> N
                                     func.end_lineno or func.lineno, func.end_col_offset or 0)  # type: ignore[attr-defined]
     except (ValueError, RecursionError):
         return
+
+
+def _note_wrapper(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:
+    body = list(func.body)  # type: ignore[attr-defined]
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        return
+    returned = body[-1].value
+    if isinstance(returned, ast.Await):
+        returned = returned.value
+    if not isinstance(returned, ast.Call):
+        return
+    target = returned.func
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"):
+        if not method:
+            return
+        name = target.attr
+    elif isinstance(target, ast.Name) and not method:
+        name = target.id
+    else:
+        return
+    args = func.args  # type: ignore[attr-defined]
+    params = [a.arg for a in list(args.posonlyargs) + list(args.args)][1 if method else 0:]
+    passed = [a.id if isinstance(a, ast.Name) else None for a in returned.args]
+    passed += [k.value.id if k.arg and isinstance(k.value, ast.Name) and k.arg == k.value.id else None
+               for k in returned.keywords]
+    if None in passed or sorted(passed) != sorted(params):
+        return  # it changes the input: another operation, not the same one again
+    sleeps: Optional[str] = None
+    for statement in body[:-1]:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue
+        argument = _sleep_arg(statement.value) if isinstance(statement, ast.Expr) else None
+        if argument is not None and sleeps is None:
+            try:
+                sleeps = ast.unparse(_inline(argument, {}, facts.constants))
+            except (ValueError, RecursionError):
+                return
+        elif not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+            return  # only logging and one sleep before the call back
+    facts.wrappers[key] = Wrapper(name, sleeps)
 
 
 def _sleep_arg(value: ast.AST) -> Optional[ast.AST]:
@@ -444,7 +497,9 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
         elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             if statement.value is None:
                 continue  # a declaration: ``__init__`` may give the value
-            note(statement.target.id, _field_default(statement.value, constants), statement.lineno, "field default")
+            # A field is a constructor argument: a default that switches the retry off is not used.
+            note(statement.target.id, _unless_off(_field_default(statement.value, constants)), statement.lineno,
+                 "field default")
         elif isinstance(statement, _FUNCTIONS):
             facts.methods.add(statement.name)
             defaults = _parameter_defaults(statement, constants) if statement.name == "__init__" else {}

@@ -27,6 +27,9 @@ class Summaries:
     raisers: FrozenSet[str] = frozenset()
     #: Helpers that test an "interrupted / not ready" errno.
     errno_tests: FrozenSet[str] = frozenset()
+    #: Helpers that count or time the attempts and raise once they are spent
+    #: (``self._retries += 1; if self._retries > self.max_retries: raise``).
+    limiters: FrozenSet[str] = frozenset()
 
     EMPTY: ClassVar["Summaries"]
 
@@ -35,6 +38,9 @@ class Summaries:
 
     def tests_errno(self, key: Optional[str]) -> bool:
         return key is not None and key in self.errno_tests
+
+    def limits(self, key: Optional[str]) -> bool:
+        return key is not None and key in self.limiters
 
 
 Summaries.EMPTY = Summaries()
@@ -50,7 +56,8 @@ def summarise(tree: ast.Module) -> Summaries:
             break
         raisers = found
     errno = {key for key, (_, func) in functions.items() if _tests_errno(func)}
-    return Summaries(frozenset(raisers), frozenset(errno))
+    limiters = {key for key, (_, func) in functions.items() if _raises_when_spent(func)}
+    return Summaries(frozenset(raisers), frozenset(errno), frozenset(limiters))
 
 
 def _functions(tree: ast.Module) -> Iterator[Tuple[str, Tuple[Optional[str], ast.AST]]]:
@@ -114,6 +121,20 @@ def _may_leave(statement: ast.stmt, owner: Optional[str], raisers: set) -> bool:
 
 def _try_star() -> tuple:
     return (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+
+
+def _raises_when_spent(func: ast.AST) -> bool:
+    """Steps a count (``self._retries += 1``) or reads the clock, and raises under an ``if``
+    that compares: the attempts end there, after a number we may not know."""
+    steps = any(isinstance(n, ast.AugAssign) and isinstance(n.op, (ast.Add, ast.Sub)) for n in ast.walk(func))
+    clock = any(isinstance(n, ast.Attribute) and n.attr in ("monotonic", "time", "perf_counter") for n in ast.walk(func))
+    if not (steps or clock):
+        return False
+    for node in ast.walk(func):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            if any(isinstance(n, ast.Raise) for s in node.body for n in ast.walk(s)):
+                return True
+    return False
 
 
 def _tests_errno(func: ast.AST) -> bool:

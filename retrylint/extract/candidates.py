@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..narrowing import DEFINITIONS, Source, Words, bodies, last_name, local_nodes, starts_name
 from ..syntax import PROCESS_EXITS
@@ -464,22 +464,58 @@ def function_may_recurse(statement: ast.stmt, source: Source) -> bool:
     receiver = arguments[0].arg if arguments and arguments[0].arg in ("self", "cls") else None
     # The def and a call: ``name(`` twice, not as another object's method (``d.get(``);
     # a call split as ``name\n(`` is not worth the cost.
-    if _own_calls(source, statement, name, receiver) < 2:
-        return False
+    direct = _own_calls(source, statement, name, receiver) >= 2
+    if not direct and _call_counts(source).get(name, 0) < 2:
+        return False  # no call of ``name`` anywhere but its def: neither direct nor through a wrapper
     stack = [(node, False) for node in statement.body]
+    others = set()
     while stack:
         node, guarded = stack.pop()
         if isinstance(node, ast.Call) and guarded:
             func = node.func
-            if isinstance(func, ast.Name) and func.id == name:
+            if direct and isinstance(func, ast.Name) and func.id == name:
                 return True
-            if receiver and isinstance(func, ast.Attribute) and func.attr == name and (
+            if direct and receiver and isinstance(func, ast.Attribute) and func.attr == name and (
                 isinstance(func.value, ast.Name) and func.value.id == receiver
             ):
                 return True
+            if isinstance(func, ast.Name):
+                others.add(func.id)
+            elif receiver and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == receiver:
+                others.add(func.attr)
         # ``recursion._failure_context``: an except handler, or a branch on an HTTP status
         inner = guarded or isinstance(node, ast.ExceptHandler) or isinstance(node, ast.If) and mentions_status(node.test)
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 stack.append((child, inner))
+    return bool(others) and _calls_back(source.tree, others, name)
+
+
+_CALLED = re.compile(r"\b(\w+) ?\(")  # \b: one try per word (a 100k-character word is no quadratic scan)
+
+
+def _call_counts(source: Source) -> Dict[str, int]:
+    """How often each name is followed by ``(`` in the file (once per file)."""
+    counts = getattr(source, "_call_counts", None)
+    if counts is None:
+        counts = {}
+        for found in _CALLED.findall(source.text):
+            counts[found] = counts.get(found, 0) + 1
+        source._call_counts = counts  # type: ignore[attr-defined]
+    return counts
+
+
+def _calls_back(tree: ast.Module, wrappers: set, name: str) -> bool:
+    """A function called from the handler whose last statement calls ``name`` back
+    (``recursion._calls_back``: the wrapper of a retry through a sibling method)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in wrappers and node.body:
+            last = node.body[-1]
+            value = last.value if isinstance(last, ast.Return) else None
+            if isinstance(value, ast.Await):
+                value = value.value
+            if isinstance(value, ast.Call):
+                func = value.func
+                if isinstance(func, ast.Name) and func.id == name or isinstance(func, ast.Attribute) and func.attr == name:
+                    return True
     return False

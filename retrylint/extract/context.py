@@ -332,6 +332,11 @@ class ModuleContext:
         found = self.program.name_value(name)
         return self._stand_in(found, use) if found is not None and found.path != self.path else None
 
+    def note_stand_in(self, node: cst.CSTNode, use: cst.CSTNode) -> None:
+        """A parsed literal standing for something at ``use`` (for its position)."""
+        for current in [node, *walk(node, skip=())]:
+            self._foreign[current] = use
+
     def home(self, node: cst.CSTNode) -> cst.CSTNode:
         """The node of this module that a written-in node stands for (itself otherwise)."""
         seen = 0

@@ -1022,6 +1022,8 @@ def _hands_over_the_limit(handler: Handler, ctx: ModuleContext) -> bool:
     """``_delay_until_retry(exc, deadline, attempts)``: a helper handed the deadline or the count
     may well raise when it is spent (a bound we cannot read)."""
     for node in statement_calls(handler.node.body):
+        if ctx.summaries.limits(ctx.helper_key(node)):
+            return True  # ``self._check_attempts()``: counts the attempts and raises when spent
         if not (ctx.call_name(node) & SLEEP_FUNCTIONS) and not _bookkeeping_call(node, ctx):
             for arg in node.args:
                 if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) for n in _names(arg.value) if n):

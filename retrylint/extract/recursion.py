@@ -29,7 +29,7 @@ from .candidates import FAILURE_WORDS, FUNCTIONS, function_may_recurse
 from .bounds import CounterInfo, GuardEnv, classify_guard, find_counters
 from .context import ModuleContext
 from .delays import DelayEnv, classify
-from .waits import sleep_of
+from .waits import Sleep, sleep_of
 from .errors import describe_handler, retried_error
 from .same_operation import creates_missing, populates_missing
 from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, timeout_only
@@ -69,7 +69,43 @@ def _self_calls(func: cst.FunctionDef, ctx: ModuleContext) -> List[cst.Call]:
         elif receiver and isinstance(target, cst.Attribute) and target.attr.value == name:
             if dotted_name(target.value) == receiver:
                 calls.append(node)
+        elif _calls_back(node, func, receiver, ctx) is not None:
+            calls.append(node)  # ``return self._again(url)`` where ``_again`` calls ``fetch(url)`` back
     return calls
+
+
+def _calls_back(call: cst.Call, func: cst.FunctionDef, receiver: Optional[str], ctx: ModuleContext):
+    """The pass-through wrapper (:class:`retrylint.program.Wrapper`) a call goes through back
+    to ``func``, or None."""
+    target = call.func
+    owner = ctx.enclosing_class(func)
+    if receiver and isinstance(target, cst.Attribute) and dotted_name(target.value) == receiver and owner:
+        key = f"{owner}.{target.attr.value}"
+    elif not receiver and isinstance(target, cst.Name):
+        key = target.value
+    else:
+        return None
+    wrapper = ctx.program.own().wrappers.get(key)
+    if wrapper is None or wrapper.target != func.name.value:
+        return None
+    return wrapper
+
+
+def _wrapper_sleep(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Sleep]:
+    """The sleep a wrapper does before calling back, as a sleep of this function."""
+    params = _params(func)
+    receiver = params[0].name.value if params and params[0].name.value in ("self", "cls") else None
+    wrapper = _calls_back(call, func, receiver, ctx)
+    if wrapper is None or wrapper.sleeps is None:
+        return None
+    try:
+        node = cst.parse_expression(wrapper.sleeps)
+    except Exception:  # noqa: BLE001
+        return Sleep(call, None, "helper")
+    if any(isinstance(n, cst.Name) for n in walk(node, skip=())):
+        return Sleep(call, None, "helper")  # depends on names of the wrapper: unknown here
+    ctx.note_stand_in(node, call)
+    return Sleep(call, node, "helper")
 
 
 def _failure_context(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> Optional[cst.CSTNode]:
@@ -159,6 +195,9 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
             sleep = sleep_of(node, ctx)
             if sleep is not None and ctx.location(node).line <= ctx.location(call).line:
                 sleeps.append(sleep)
+    wrapped = _wrapper_sleep(call, func, ctx)
+    if wrapped is not None:
+        sleeps.append(wrapped)
     if sleeps:
         # Every local of the function is computed again on each attempt, like a loop's body.
         delay_env = DelayEnv(ctx, counters=dict(counters), loop_writes=ctx.writes_in(func.body))

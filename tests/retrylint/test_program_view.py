@@ -370,3 +370,74 @@ def test_a_strategy_used_in_its_own_module_is_judged_at_the_retry():
     # Unused, the same helper is a strategy of its own.
     messages = [f.message for f in _findings(HELPERS.replace("{wait}", "self._backoff(attempt)"))]
     assert any(m.startswith("delay strategy `compute_delay()`") for m in messages)
+
+
+# ---------------------------------------------------------------- retries split across methods
+
+SPLIT = """
+class Client:
+    max_retries = 5
+
+    def __init__(self):
+        self._retries = 0
+
+    def _check_attempts(self):
+        self._retries += 1
+        if self._retries > self.max_retries:
+            raise RuntimeError("gave up")
+
+    def get(self, url):
+        while True:
+            try:
+                response = requests.get(url)
+                self._retries = 0
+                return response
+            except requests.ConnectionError:
+                self._check_attempts()
+                time.sleep(1)
+
+    def fetch(self, url):
+        try:
+            return requests.get(url)
+        except requests.ConnectionError:
+            return self._again(url)
+
+    def _again(self, url):
+        time.sleep(1)
+        return self.fetch(url)
+"""
+
+
+def test_a_helper_that_counts_the_attempts_and_raises_bounds_the_loop():
+    found = _findings(SPLIT)
+    assert not [f for f in found if f.code == "RTY101"]
+    assert any(f.code == "RTY202" and f.location.line == 22 for f in found)  # still a fixed delay
+
+
+def test_recursion_through_a_sibling_method():
+    found = {(f.code, f.location.line) for f in _findings(SPLIT)}
+    assert ("RTY103", 24) in found  # fetch → _again → fetch, with no depth limit
+    assert ("RTY201", 24) not in found and ("RTY202", 28) in found  # _again sleeps 1 s first
+
+
+def test_a_sibling_that_changes_the_input_is_no_retry():
+    source = SPLIT.replace("return self.fetch(url)", "return self.fetch(url + '?fallback=1')")
+    assert "RTY103" not in {f.code for f in _findings(source)}
+
+
+def test_a_field_default_that_switches_retries_off_does_not_silence_the_retry():
+    # llama_index's extractors: ``max_retries: int = Field(default=0)``, users turn it on.
+    source = """
+import pydantic
+
+class Extractor(pydantic.BaseModel):
+    max_retries: int = pydantic.Field(default=0)
+
+    def extract(self, llm, prompt):
+        for attempt in range(self.max_retries + 1):
+            try:
+                return llm.complete(prompt)
+            except Exception:
+                time.sleep(2 ** attempt)
+"""
+    assert "RTY203" in {f.code for f in _findings(source)}
