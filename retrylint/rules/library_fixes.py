@@ -24,6 +24,25 @@ def call_of(policy: RetryPolicy) -> Optional[cst.Call]:
     return policy.anchor if isinstance(policy.anchor, cst.Call) else None
 
 
+def built_edit(call: cst.Call, fixer: Fixer, keyword: str, value: str) -> Optional[Edit]:
+    """``@retry(**RETRY_ARGS)`` with the dict built in this file: the key goes into the dict,
+    where the policy is built (and reported), so every use of it is fixed."""
+    if not any(arg.star == "**" for arg in call.args):
+        return None
+    from ..extract.libraries.built import expand
+
+    _, built = expand(call, fixer.ctx)
+    node = built.node if built is not None else None
+    if isinstance(node, cst.Call) and fixer.ctx.call_name(node) & {"dict"}:
+        return fixer.set_keyword(node, keyword, value)
+    if isinstance(node, cst.Dict):
+        if not node.elements:
+            return fixer.replace(node, f'{{"{keyword}": {value}}}')
+        first = fixer.ctx.location(node.elements[0])
+        return Edit(first.line, first.column, first.line, first.column, f'"{keyword}": {value}, ')
+    return None
+
+
 def tenacity_name(fixer: Fixer, call_or_name: cst.CSTNode, name: str) -> Optional[tuple]:
     """How to spell tenacity's ``name`` here: (text, extra edits), or None when we cannot."""
     alias = fixer.module_alias(call_or_name, "tenacity")
@@ -48,7 +67,7 @@ def add_tenacity_argument(policy: RetryPolicy, fixer: Fixer, keyword: str, helpe
     text, edits = spelled
     value = f"{text}({arguments})"
     if isinstance(anchor, cst.Call):
-        edits = [fixer.set_keyword(anchor, keyword, value)] + edits
+        edits = [built_edit(anchor, fixer, keyword, value) or fixer.set_keyword(anchor, keyword, value)] + edits
     elif isinstance(anchor, (cst.Name, cst.Attribute)):
         edits = [fixer.replace(anchor, f"{fixer.render(anchor)}({keyword}={value})")] + edits
     else:
@@ -61,7 +80,7 @@ def set_argument(policy: RetryPolicy, fixer: Fixer, keyword: str, value: str, me
     call = call_of(policy)
     if call is None:
         return None
-    return Fix(safety, message, (fixer.set_keyword(call, keyword, value),))
+    return Fix(safety, message, (built_edit(call, fixer, keyword, value) or fixer.set_keyword(call, keyword, value),))
 
 
 def tenacity_wait_call(policy: RetryPolicy, fixer: Fixer, kinds: List[str]) -> Optional[cst.Call]:

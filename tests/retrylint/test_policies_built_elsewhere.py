@@ -537,3 +537,23 @@ def test_noqa_where_the_dict_is_built_or_at_its_use_silences_it():
     assert _codes(template.format(built="", use="")) == {"RTY202"}
     assert _codes(template.format(built="  # noqa: RTY202", use="")) == set()
     assert _codes(template.format(built="", use="  # noqa: RTY202")) == set()
+
+
+def test_the_unsafe_fix_adds_the_stop_where_the_dict_is_built(project, run):
+    project.write("case.py", """
+        from tenacity import retry, wait_random_exponential, retry_if_exception_type
+
+        RETRY_ARGS = {"wait": wait_random_exponential(max=20), "retry": retry_if_exception_type(OSError)}
+
+        @retry(**RETRY_ARGS)
+        def a(): pass
+
+        @retry(**RETRY_ARGS)
+        def b(): pass
+    """)
+    code, out, _ = run("check", "--no-cache", "--unsafe-fixes", "--fix", "case.py")
+    text = (project.root / "case.py").read_text()
+    assert 'RETRY_ARGS = {"stop": stop_after_attempt(6), "wait"' in text
+    assert text.count("@retry(**RETRY_ARGS)\n") == 2  # both uses fixed by the one edit
+    code, out, _ = run("check", "--no-cache", "case.py")
+    assert code == 0, out
