@@ -38,8 +38,13 @@ def built_edit(call: cst.Call, fixer: Fixer, keyword: str, value: str) -> Option
     if isinstance(node, cst.Dict):
         if not node.elements:
             return fixer.replace(node, f'{{"{keyword}": {value}}}')
-        first = fixer.ctx.location(node.elements[0])
-        return Edit(first.line, first.column, first.line, first.column, f'"{keyword}": {value}, ')
+        for element in node.elements:
+            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                    and element.key.evaluated_value == keyword:
+                return fixer.replace(element.value, value)
+        # After the last element (before its comma, if any): it wins over every earlier ``**part``.
+        last = fixer.ctx.location(node.elements[-1])
+        return Edit(last.end_line, last.end_column, last.end_line, last.end_column, f', "{keyword}": {value}')
     return None
 
 

@@ -553,7 +553,28 @@ def test_the_unsafe_fix_adds_the_stop_where_the_dict_is_built(project, run):
     """)
     code, out, _ = run("check", "--no-cache", "--unsafe-fixes", "--fix", "case.py")
     text = (project.root / "case.py").read_text()
-    assert 'RETRY_ARGS = {"stop": stop_after_attempt(6), "wait"' in text
+    assert 'retry_if_exception_type(OSError), "stop": stop_after_attempt(6)}' in text
     assert text.count("@retry(**RETRY_ARGS)\n") == 2  # both uses fixed by the one edit
     code, out, _ = run("check", "--no-cache", "case.py")
     assert code == 0, out
+
+
+def test_the_jitter_fix_replaces_the_key_in_the_dict(project, run):
+    project.write("case.py", """
+        from urllib3.util.retry import Retry
+
+        OPTIONS = {
+            "total": 5,
+            "backoff_factor": 1,
+            "backoff_jitter": 0,
+        }
+
+        RETRY = Retry(**OPTIONS)
+    """)
+    code, out, _ = run("check", "--no-cache", "case.py")
+    assert "case.py:3:" in out and "RTY203" in out
+    run("check", "--no-cache", "--unsafe-fixes", "--fix", "case.py")
+    text = (project.root / "case.py").read_text()
+    assert "RETRY = Retry(**OPTIONS)" in text and '"backoff_jitter": 0,' not in text
+    code, out, _ = run("check", "--no-cache", "case.py")
+    assert "RTY203" not in out, out
