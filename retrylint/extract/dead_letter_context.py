@@ -328,12 +328,29 @@ class PayloadReader:
         attributes = self._class_attributes(call.func)
         if attributes is None:
             return None  # a class we cannot read may add fields of its own
+        if self._copies_a_parameter(call, method):
+            return unknown()  # a store copying the DeadLetter it was given: the caller decided what it holds
         out = Carried(words=set(keywords) | attributes)
         for value in keywords.values():
             evidence = self.read(value, role, depth + 1)
             evidence.known = True
             out.merge(evidence)
         return out
+
+    def _copies_a_parameter(self, call: cst.Call, class_name: str) -> bool:
+        """Inside ``def dlq_insert(self, dl: DeadLetter)``, ``DeadLetter(queue=dl.queue, ...)`` is a copy."""
+        func = self.ctx.enclosing_function(call)
+        if func is None:
+            return False
+        for param in func.params.params + func.params.posonly_params + func.params.kwonly_params:
+            if param.annotation is None:
+                continue
+            annotation = param.annotation.annotation
+            text = str(annotation.evaluated_value or "") if isinstance(annotation, cst.SimpleString) else (
+                dotted_name(annotation) or "")
+            if text.rsplit(".", 1)[-1] == class_name:
+                return True
+        return False
 
     def _class_attributes(self, func: cst.BaseExpression) -> Optional[Set[str]]:
         program = getattr(self.ctx, "program", None)

@@ -407,3 +407,16 @@ def test_move_task_whose_rate_is_written_into_its_kwargs_later_is_paced():
             return boto3.client("sqs").start_message_move_task(**kwargs)
         """
     ) == []
+
+
+def test_a_store_copying_the_dead_letter_it_was_given_is_not_a_new_one():
+    # (demystify_events' in-memory adapter; the dead letter is judged where the client builds it)
+    assert codes(_STORE.replace("{extra}", "").split("class Client")[0] + '''
+class MemoryStore:
+    def __init__(self):
+        self.dlq = []
+
+    async def dlq_insert(self, dl: DeadLetter) -> bool:
+        self.dlq.append(DeadLetter(payload=dl.payload, error=dl.error, attempts=dl.attempts))
+        return True
+''') == []
