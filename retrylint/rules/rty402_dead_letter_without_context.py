@@ -30,6 +30,15 @@ class DeadLetterWithoutContext(Rule):
     `dead-letter-reason-fields`, `dead-letter-attempt-fields` and
     `dead-letter-first-received-fields`.
 
+    Dead letters written through the project's own helpers count too: a send
+    wrapper given a DLQ-named destination (`self.publish(self.dead_letter_queue,
+    message)`, `publish_to(channel, "orders.dlq", body)`), a DLQ-named list kept
+    as a store (`self.dead_letters.append((topic, event, exc))`), a store method
+    named for the DLQ (`store.dlq_insert(DeadLetter(payload=..., error=...))`,
+    with the fields of record classes the checked tree defines), and
+    `client.call("SendMessage", ...)`. A wrapper defined in the same module counts
+    only when it sends something itself.
+
     Only dead letters the code builds where we can read them are judged: a payload
     built by a helper, a parameter that may already be an envelope, or original
     headers forwarded as they came are not. Broker-native dead-lettering (a nack
