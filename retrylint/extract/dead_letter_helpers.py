@@ -61,6 +61,8 @@ _CONFIG_KEYWORDS = frozenset({"timeout", "priority", "delay", "delay_seconds", "
 #: Keywords of a helper that name where it sends.
 _DESTINATION_KEYWORDS = ("queue", "queue_name", "queue_url", "topic", "destination", "dest", "target", "target_url",
                          "target_queue", "target_queue_url", "to_queue", "dlq", "dlq_url", "dead_letter_queue")
+#: Names of destinations that are files, folders or buckets, not queues.
+_NOT_QUEUES = re.compile(r"file|path|dir|folder|backup|bucket|s3|csv|log|table|db", re.I)
 #: SDK wrappers that call an operation by name: ``client.call("SendMessage", QueueUrl=...)``.
 _OPERATION_CALLERS = frozenset({"call", "_call", "call_api", "api_call", "make_api_call", "_make_api_call", "invoke"})
 _SQS_OPERATIONS = {"".join(w.capitalize() for w in m.split("_")): m for m in METHODS[SQS]}
@@ -324,6 +326,8 @@ class HelperCalls:
         # ... else the first that names a work queue (``target``, ``queue_url``): a replay when
         # what it sends was read out of a DLQ, nothing otherwise.
         for index, arg in enumerate(positional):
+            if _NOT_QUEUES.search(dotted_name(arg) or ""):
+                continue  # write_to(target_file, message): a backup, not a queue
             if isinstance(arg, (cst.Name, cst.Attribute)) and self.names.classify(arg).is_work and positional[index + 1:]:
                 return BrokerCall(call, "helper", PUBLISH, method, self.names.classify(arg),
                                   tuple(positional[index + 1:]), attributes, attribute_keywords)

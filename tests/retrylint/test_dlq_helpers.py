@@ -420,3 +420,20 @@ class MemoryStore:
         self.dlq.append(DeadLetter(payload=dl.payload, error=dl.error, attempts=dl.attempts))
         return True
 ''') == []
+
+
+def test_dlq_messages_dumped_to_a_file_or_handed_to_a_user_callback_are_no_replay_and_no_write():
+    assert report(
+        """
+        import boto3
+        sqs = boto3.client("sqs")
+
+        class Inspector:
+            def dump(self, dlq_url, target_file):
+                for m in sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10).get("Messages", []):
+                    write_message(target_file, m["Body"])
+
+            def send_to_dlq(self, msg, reason):
+                self.dlq_handler(msg, reason)
+        """
+    ).dead_letters == []
