@@ -48,9 +48,14 @@ class Words:
         #: never the ``redis`` of ``redistribute``.
         self.word_end = word_end
 
-    def search(self, data: bytes) -> bool:
+    @property
+    def key(self) -> tuple:
+        """Equal for gates that search the same: triggers often build their gate alike."""
+        return (self.words, self.ignore_case, self.word_end)
+
+    def search(self, data: bytes, lowered: "Optional[Callable[[], bytes]]" = None) -> bool:
         if self.ignore_case:
-            data = data.lower()
+            data = lowered() if lowered is not None else data.lower()
         if not self.word_end:
             return any(word in data for word in self.words)
         return any(_ends_word(data, word) for word in self.words)
@@ -78,8 +83,12 @@ class AllOf:
     def __init__(self, *gates: Words) -> None:
         self.gates = gates
 
-    def search(self, data: bytes) -> bool:
-        return all(gate.search(data) for gate in self.gates)
+    @property
+    def key(self) -> tuple:
+        return tuple(gate.key for gate in self.gates)
+
+    def search(self, data: bytes, lowered: "Optional[Callable[[], bytes]]" = None) -> bool:
+        return all(gate.search(data, lowered) for gate in self.gates)
 
 
 @dataclass(frozen=True)
@@ -110,12 +119,18 @@ class Trigger:
 
 def active_triggers(data: bytes, triggers: Sequence[Trigger]) -> List[Trigger]:
     """The triggers whose words the file has; empty when no site can exist."""
-    found: Dict[int, bool] = {}  # triggers share gates (a site's and its context's)
+    found: Dict[tuple, bool] = {}  # triggers share gates (a site's and its context's)
+    lower: List[bytes] = []
+
+    def lowered() -> bytes:  # one lower-case copy of the file for every case-blind gate
+        if not lower:
+            lower.append(data.lower())
+        return lower[0]
 
     def search(gate: "Words | AllOf") -> bool:
-        key = id(gate)
+        key = gate.key
         if key not in found:
-            found[key] = gate.search(data)
+            found[key] = gate.search(data, lowered)
         return found[key]
 
     active = [t for t in triggers if not t.context and search(t.text)]

@@ -13,51 +13,65 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
-from typing import ClassVar, FrozenSet, Iterator, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, FrozenSet, Iterator, Optional, Sequence, Tuple
 
 #: errno values that mean "interrupted" or "not ready" (as :mod:`retrylint.extract.errors`).
 NOT_YET_ERRNO = re.compile(r"\b(EINTR|EAGAIN|EWOULDBLOCK|EINPROGRESS|EALREADY)\b")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-@dataclass(frozen=True)
 class Summaries:
-    #: Helpers every path of which raises: a handler that calls one gives up.
-    raisers: FrozenSet[str] = frozenset()
-    #: Helpers that test an "interrupted / not ready" errno.
-    errno_tests: FrozenSet[str] = frozenset()
-    #: Helpers that count or time the attempts and raise once they are spent
-    #: (``self._retries += 1; if self._retries > self.max_retries: raise``).
-    limiters: FrozenSet[str] = frozenset()
+    """Facts about the module's helpers, each worked out when an extractor first asks about
+    that helper (most files ask about a few helpers, or none)."""
 
     EMPTY: ClassVar["Summaries"]
 
+    def __init__(self, tree: Optional[ast.Module] = None) -> None:
+        self._functions: Dict[str, Tuple[Optional[str], ast.AST]] = dict(_functions(tree)) if tree is not None else {}
+        self._raisers: Optional[FrozenSet[str]] = None
+        self._errno: Dict[str, bool] = {}
+        self._limiters: Dict[str, bool] = {}
+
+    @property
+    def raisers(self) -> FrozenSet[str]:
+        """Helpers every path of which raises: a handler that calls one gives up."""
+        if self._raisers is None:
+            raisers: set = set()
+            # A helper that ends by calling another raiser raises too: a few rounds reach a fixpoint.
+            for _ in range(4):
+                found = {key for key, (owner, func) in self._functions.items()
+                         if _always_raises(func.body, owner, raisers)}  # type: ignore[attr-defined]
+                if found == raisers:
+                    break
+                raisers = found
+            self._raisers = frozenset(raisers)
+        return self._raisers
+
     def raises(self, key: Optional[str]) -> bool:
-        return key is not None and key in self.raisers
+        return key is not None and key in self._functions and key in self.raisers
 
     def tests_errno(self, key: Optional[str]) -> bool:
-        return key is not None and key in self.errno_tests
+        """The helper tests an "interrupted / not ready" errno."""
+        return self._asked(key, self._errno, _tests_errno)
 
     def limits(self, key: Optional[str]) -> bool:
-        return key is not None and key in self.limiters
+        """The helper counts or times the attempts and raises once they are spent
+        (``self._retries += 1; if self._retries > self.max_retries: raise``)."""
+        return self._asked(key, self._limiters, _raises_when_spent)
+
+    def _asked(self, key: Optional[str], answers: Dict[str, bool], question) -> bool:
+        if key is None or key not in self._functions:
+            return False
+        if key not in answers:
+            answers[key] = question(self._functions[key][1])
+        return answers[key]
 
 
 Summaries.EMPTY = Summaries()
 
 
 def summarise(tree: ast.Module) -> Summaries:
-    functions = dict(_functions(tree))
-    raisers: set = set()
-    # A helper that ends by calling another raiser raises too: a few rounds reach a fixpoint.
-    for _ in range(4):
-        found = {key for key, (owner, func) in functions.items() if _always_raises(func.body, owner, raisers)}
-        if found == raisers:
-            break
-        raisers = found
-    errno = {key for key, (_, func) in functions.items() if _tests_errno(func)}
-    limiters = {key for key, (_, func) in functions.items() if _raises_when_spent(func)}
-    return Summaries(frozenset(raisers), frozenset(errno), frozenset(limiters))
+    return Summaries(tree)
 
 
 def _functions(tree: ast.Module) -> Iterator[Tuple[str, Tuple[Optional[str], ast.AST]]]:
@@ -126,15 +140,18 @@ def _try_star() -> tuple:
 def _raises_when_spent(func: ast.AST) -> bool:
     """Steps a count (``self._retries += 1``) or reads the clock, and raises under an ``if``
     that compares: the attempts end there, after a number we may not know."""
-    steps = any(isinstance(n, ast.AugAssign) and isinstance(n.op, (ast.Add, ast.Sub)) for n in ast.walk(func))
-    clock = any(isinstance(n, ast.Attribute) and n.attr in ("monotonic", "time", "perf_counter") for n in ast.walk(func))
+    steps = clock = False
+    compares = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+            steps = True
+        elif isinstance(node, ast.Attribute) and node.attr in ("monotonic", "time", "perf_counter"):
+            clock = True
+        elif isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            compares.append(node)
     if not (steps or clock):
         return False
-    for node in ast.walk(func):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
-            if any(isinstance(n, ast.Raise) for s in node.body for n in ast.walk(s)):
-                return True
-    return False
+    return any(isinstance(n, ast.Raise) for node in compares for s in node.body for n in ast.walk(s))
 
 
 def _tests_errno(func: ast.AST) -> bool:

@@ -465,10 +465,15 @@ def function_may_recurse(statement: ast.stmt, source: Source) -> bool:
     # The def and a call: ``name(`` twice, not as another object's method (``d.get(``);
     # a call split as ``name\n(`` is not worth the cost.
     direct = _own_calls(source, statement, name, receiver) >= 2
-    if not direct and _call_counts(source).get(name, 0) < 2:
-        return False  # no call of ``name`` anywhere but its def: neither direct nor through a wrapper
+    wrappers = _wrappers_calling(source).get(name, ())
+    if wrappers:
+        # a wrapper this function never names cannot be its way back (``return self.get(...)``
+        # somewhere makes every ``get`` a candidate otherwise)
+        start, end = source.span(statement)
+        wrappers = frozenset(w for w in wrappers if source.text.find(w, start, end) >= 0)
+    if not direct and not wrappers:
+        return False  # neither a call of its own nor a function of the file that calls it back
     stack = [(node, False) for node in statement.body]
-    others = set()
     while stack:
         node, guarded = stack.pop()
         if isinstance(node, ast.Call) and guarded:
@@ -479,43 +484,38 @@ def function_may_recurse(statement: ast.stmt, source: Source) -> bool:
                 isinstance(func.value, ast.Name) and func.value.id == receiver
             ):
                 return True
-            if isinstance(func, ast.Name):
-                others.add(func.id)
-            elif receiver and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == receiver:
-                others.add(func.attr)
+            if isinstance(func, ast.Name) and func.id in wrappers:
+                return True
+            if receiver and isinstance(func, ast.Attribute) and func.attr in wrappers and (
+                isinstance(func.value, ast.Name) and func.value.id == receiver
+            ):
+                return True
         # ``recursion._failure_context``: an except handler, or a branch on an HTTP status
         inner = guarded or isinstance(node, ast.ExceptHandler) or isinstance(node, ast.If) and mentions_status(node.test)
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 stack.append((child, inner))
-    return bool(others) and _calls_back(source.tree, others, name)
-
-
-_CALLED = re.compile(r"\b(\w+) ?\(")  # \b: one try per word (a 100k-character word is no quadratic scan)
-
-
-def _call_counts(source: Source) -> Dict[str, int]:
-    """How often each name is followed by ``(`` in the file (once per file)."""
-    counts = getattr(source, "_call_counts", None)
-    if counts is None:
-        counts = {}
-        for found in _CALLED.findall(source.text):
-            counts[found] = counts.get(found, 0) + 1
-        source._call_counts = counts  # type: ignore[attr-defined]
-    return counts
-
-
-def _calls_back(tree: ast.Module, wrappers: set, name: str) -> bool:
-    """A function called from the handler whose last statement calls ``name`` back
-    (``recursion._calls_back``: the wrapper of a retry through a sibling method)."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in wrappers and node.body:
-            last = node.body[-1]
-            value = last.value if isinstance(last, ast.Return) else None
-            if isinstance(value, ast.Await):
-                value = value.value
-            if isinstance(value, ast.Call):
-                func = value.func
-                if isinstance(func, ast.Name) and func.id == name or isinstance(func, ast.Attribute) and func.attr == name:
-                    return True
     return False
+
+
+def _wrappers_calling(source: Source) -> Dict[str, frozenset]:
+    """Name → the functions of the file whose last statement calls it back (``return
+    name(...)``, ``return await self.name(...)``): the wrappers of a retry through a sibling
+    method (``recursion._calls_back``). Built once per file."""
+    index = getattr(source, "_wrappers_calling", None)
+    if index is None:
+        found: Dict[str, set] = {}
+        for node in source.statements:  # every def, nested ones too, without visiting expressions
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+                last = node.body[-1]
+                value = last.value if isinstance(last, ast.Return) else None
+                if isinstance(value, ast.Await):
+                    value = value.value
+                if isinstance(value, ast.Call):
+                    func = value.func
+                    called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                    if called:
+                        found.setdefault(called, set()).add(node.name)
+        index = {called: frozenset(names) for called, names in found.items()}
+        source._wrappers_calling = index  # type: ignore[attr-defined]
+    return index

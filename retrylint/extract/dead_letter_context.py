@@ -359,7 +359,7 @@ class PayloadReader:
             return None
         try:
             own = program.own()
-            facts, cls = own, own.classes.get(name)
+            cls = own.classes.get(name)
             if cls is None and name in own.imports:
                 module, attribute = own.imports[name]
                 other = program.module(module) if attribute else None

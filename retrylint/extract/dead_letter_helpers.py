@@ -36,7 +36,6 @@ from ..narrowing import Trigger, Words
 from ..syntax import call_args, dotted_name, last_name, walk
 from .brokers import METHODS, PUBLISH, PUBLISH_METHODS, RECEIVE, SQS, BrokerCall
 from .context import ModuleContext
-from .dead_letter_context import words_of
 from .queue_names import QueueRef
 
 #: Words (of a called name) that say the call sends something somewhere.
@@ -73,7 +72,8 @@ _DLQ_WORDS = ("dlq", "DLQ", "Dlq", "dead_letter", "DEAD_LETTER", "deadletter", "
 #: Files that name a dead-letter queue: a helper call (``partial``: a verb anywhere in the
 #: called name) may be a DLQ write, and ``client.call("SendMessage", ...)`` a send or a replay.
 TRIGGER = Trigger(
-    text=Words(*_DLQ_WORDS),
+    # case-blind: one scan of the file's lower-case copy per word (shared with other gates)
+    text=Words(*{w.lower() for w in _DLQ_WORDS}, ignore_case=True),
     calls=SEND_VERBS | STORE_METHODS | _OPERATION_CALLERS | {"drain", "replay"},
     partial=True,
 )

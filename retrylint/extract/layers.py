@@ -28,7 +28,7 @@ Retrying(...)``), in :attr:`~retrylint.model.RetryPolicy.inner`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -84,6 +84,8 @@ class Carried:
     #: Qualified-name prefixes of the exceptions the call raises once its own retries give up;
     #: empty: the inner policy's own retried errors (it re-raises them).
     raises: Tuple[str, ...] = ()
+    #: Where the inner policy is when it is in another file (``pkg/client.py:12``).
+    where: str = ""
 
 
 class Layers:
@@ -296,7 +298,8 @@ class Layers:
             if isinstance(policy, RetryPolicy):
                 # Whether a tenacity policy there re-raises is not in the model: assume RetryError.
                 raises = _TENACITY_RAISES if policy.source == "tenacity" else ()
-                return Carried(policy, f"`{qualified}` has its own retry policy", raises)
+                where = policy.origins[0] if policy.origins else ""
+                return Carried(policy, f"`{self.ctx.code(func)}` is imported with its own retry decorator", raises, where)
         return None
 
 
@@ -498,11 +501,14 @@ def annotate(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[RetryP
         seen = set()
         for call, where in operation_calls(policy, ctx):
             carried = carried_policy(call, layers)
-            if carried is None or carried.policy is policy or id(carried.policy.anchor) in seen:
+            # a policy from another file has no node here: it is its own identity
+            identity = id(carried.policy.anchor) if carried is not None and carried.policy.anchor is not None \
+                else id(carried.policy) if carried is not None else None
+            if carried is None or carried.policy is policy or identity in seen:
                 continue
             if not retries_failures_of(policy, carried):
                 continue
-            seen.add(id(carried.policy.anchor))
-            found.append(RetryLayer(ctx.code(call.func), ctx.location(where), carried.policy, carried.via))
+            seen.add(identity)
+            found.append(RetryLayer(ctx.code(call.func), ctx.location(where), carried.policy, carried.via, carried.where))
         out.append(policy.with_(inner=tuple(found)) if found else policy)
     return out

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import List
 
 from ..model import Bound, DelayKind, GiveUp, Location, RetryPolicy, UNKNOWN
-from ..narrowing import Source, Trigger, Words
+from ..narrowing import AllOf, Source, Trigger, Words
 from .context import ModuleContext
 from .delays import CounterInfo, DelayEnv, shape_of, to_delay
 
@@ -46,7 +46,11 @@ def _confirm(statement: ast.stmt, source: Source) -> bool:
 
 
 TRIGGER = Trigger(
-    text=Words("**", "<<", "pow(", ignore_case=False),
+    # Growth *and* a delay-like name (the strategy or its class is named like one, see
+    # ``extract_strategies``): ``**`` alone is in every file that passes ``**kwargs``.
+    text=AllOf(Words("**", "<<", "pow(", ignore_case=False),
+               Words("delay", "backoff", "back_off", "sleep", "wait", "interval", "jitter", "retry_time", "pause",
+                     ignore_case=True)),
     statements=(ast.FunctionDef, ast.AsyncFunctionDef),
     confirm=_confirm,
 )
