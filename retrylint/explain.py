@@ -155,7 +155,8 @@ def around_lines(policy: RetryPolicy) -> List[str]:
     lines = []
     for layer in policy.inner:
         lines.append(f"  inner retry: `{layer.call}` (line {layer.location.line}) retries on its own: "
-                     f"{layer.policy.description} (line {layer.policy.location.line}), {bound_phrase(layer.policy.bound)}")
+                     f"{layer.policy.description} ({layer.where or f'line {layer.policy.location.line}'}), "
+                     f"{bound_phrase(layer.policy.bound)}")
     amplified = amplified_text(policy)
     if amplified:
         lines.append(f"  amplified:   {amplified}")

@@ -294,6 +294,8 @@ class RetryLayer:
     policy: RetryPolicy
     #: How the call carries it, for messages: "mounted on `self.session` (line 12)".
     via: str = ""
+    #: Where the policy is when it is in another file (``pkg/client.py:12``); else its line here.
+    where: str = ""
 
 
 class DeadLetterKind(str, enum.Enum):

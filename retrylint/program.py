@@ -15,12 +15,16 @@ cache keeps each one's content digest and misses when any of them changes.
 from __future__ import annotations
 
 import ast
+import itertools
 import hashlib
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from .model import RetryPolicy
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Calls whose ``default=`` (or first argument, for pydantic's ``Field``) is a field's value.
@@ -98,7 +102,8 @@ class ModuleFacts:
     constants: Dict[str, Tuple[Any, int]] = field(default_factory=dict)
     #: local name → (absolute module, attribute or None for ``import module``)
     imports: Dict[str, Tuple[str, Optional[str]]] = field(default_factory=dict)
-    classes: Dict[str, ClassFacts] = field(default_factory=dict)
+    #: the module's classes, read into :class:`ClassFacts` when first asked about (``classes``)
+    class_nodes: Dict[str, Tuple[ast.ClassDef, int]] = field(default_factory=dict, repr=False)
     #: module-level ``settings = Settings()``: name → class name as written
     instances: Dict[str, str] = field(default_factory=dict)
     #: delay helpers: ``name`` or ``Class.name`` → what they compute
@@ -108,6 +113,29 @@ class ModuleFacts:
     expressions: Dict[str, Tuple[str, int]] = field(default_factory=dict)
     #: pass-through wrappers: ``name`` or ``Class.name`` → what they call back
     wrappers: Dict[str, "Wrapper"] = field(default_factory=dict)
+    #: module functions with a retry-like decorator (``@retry(...)``, ``@backoff.on_exception``)
+    #: → the lines of their decorators: what a caller elsewhere may retry around (RTY501)
+    retried: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
+    #: the tree, kept until the classes are read: its calls may make ``__init__`` defaults
+    #: unknown (a walk of every node of the module, paid only by a file that asks)
+    pending: Optional[ast.Module] = field(default=None, repr=False, compare=False)
+    _classes: Optional[Dict[str, ClassFacts]] = field(default=None, repr=False, compare=False)
+
+    @property
+    def classes(self) -> Dict[str, ClassFacts]:
+        if self._classes is None:
+            # each class with the constants bound before it (what its body can see; constants
+            # are only ever added, in order)
+            self._classes = {name: _class_facts(node, dict(itertools.islice(self.constants.items(), known)))
+                             for name, (node, known) in self.class_nodes.items()}
+            tree, self.pending = self.pending, None
+            if tree is not None:
+                _forget_passed_parameters(tree, self)
+        return self._classes
+
+    def settled(self) -> "ModuleFacts":
+        self.classes  # noqa: B018 - reading them settles them
+        return self
 
 
 # ---------------------------------------------------------------- literals
@@ -231,12 +259,16 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
                 if text:
                     facts.expressions[target.id] = (text, statement.lineno)
         elif isinstance(statement, ast.ClassDef):
-            facts.classes[statement.name] = _class_facts(statement, facts.constants)
-    _forget_passed_parameters(tree, facts)
+            facts.class_nodes[statement.name] = (statement, len(facts.constants))
+    if facts.class_nodes:
+        facts.pending = tree
     if facts.expressions:
         _forget_changed_expressions(tree, facts)
     for statement in tree.body:
         if isinstance(statement, _FUNCTIONS):
+            lines = tuple(d.lineno for d in statement.decorator_list if _retry_like(d))
+            if lines:
+                facts.retried[statement.name] = lines
             _note_helper(facts, statement.name, statement, method=False)
             _note_wrapper(facts, statement.name, statement, method=False)
         elif isinstance(statement, ast.ClassDef):
@@ -246,6 +278,14 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
                                  method=not _is_static(member))
                     _note_wrapper(facts, f"{statement.name}.{member.name}", member, method=not _is_static(member))
     return facts
+
+
+def _retry_like(decorator: ast.AST) -> bool:
+    """``@retry``, ``@retry(...)``, ``@tenacity.retry(...)``, ``@backoff.on_exception(...)``,
+    ``@stamina.retry(...)``: worth asking the extractors about (they decide what it is)."""
+    name = _dotted(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+    last = name.rsplit(".", 1)[-1].lower()
+    return "retry" in last or last in ("on_exception", "on_predicate")
 
 
 _SLEEPS = {"sleep"}
@@ -422,21 +462,21 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
     ``IMDSFetcher(num_attempts=config_value)`` makes ``self._num_attempts`` unknown."""
     if not any(c.from_parameters for c in facts.classes.values()):
         return
-    owners: Dict[int, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for sub in ast.walk(node):
-                owners.setdefault(id(sub), node.name)
-    for node in ast.walk(tree):
+    # One walk that knows the class each call is in (``super().__init__(…)`` below).
+    stack: List[Tuple[ast.AST, Optional[str]]] = [(tree, None)]
+    while stack:
+        node, owner = stack.pop()
+        inner = node.name if isinstance(node, ast.ClassDef) else owner
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
         if not isinstance(node, ast.Call):
             continue
         name = _called_name(node.func)
         targets: List[ClassFacts] = []
         if name in facts.classes:
             targets.append(facts.classes[name])
-        elif name == "__init__" and id(node) in owners:
+        elif name == "__init__" and owner is not None:
             # ``super().__init__(num_attempts=…)`` in a subclass: its callers decide.
-            own = facts.classes.get(owners[id(node)])
+            own = facts.classes.get(owner)
             targets += [facts.classes[b] for b in (own.bases if own else ()) if b in facts.classes]
         for cls in targets:
             passed = {k.arg for k in node.keywords}
@@ -506,7 +546,7 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
             if statement.name == "__init__":
                 positional = list(statement.args.posonlyargs) + list(statement.args.args)
                 facts.positions = {p.arg: i - 1 for i, p in enumerate(positional) if i > 0}
-            for sub in ast.walk(statement):
+            for sub in _statements_in(statement):
                 targets: List[ast.AST] = []
                 value_node: Optional[ast.AST] = None
                 if isinstance(sub, ast.Assign):
@@ -534,6 +574,18 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
         else:
             facts.unknown.add(name)
     return facts
+
+
+def _statements_in(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and every statement nested in it, without walking expressions (assignments
+    are statements; a method's expressions are most of its nodes)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in ast.iter_child_nodes(current):
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                stack.append(child)
 
 
 def _self_attribute(node: ast.AST) -> bool:
@@ -739,6 +791,26 @@ class Program:
                 return other.helpers[name], other
         return None
 
+    def retry_policy_of(self, qualified: str) -> Optional["RetryPolicy"]:
+        """The retry policy of a function defined in another module of the checked tree, by
+        its qualified name (``pkg.client.fetch``, ``.client.fetch``), when a retry decorator
+        there gives it one: what retrying around a call of it multiplies (RTY501)."""
+        dots = len(qualified) - len(qualified.lstrip("."))
+        module, _, function = qualified[dots:].rpartition(".")
+        if dots:
+            module = _absolute(module or None, dots, self.package) or ""
+        if not module or not function:
+            return None
+        facts = self.module(module)
+        if facts is None or function not in facts.retried:
+            return None
+        file = self._find(module)
+        if file is None:
+            return None
+        policy, dependencies = _decorated_policy(file, self._display_of(file), facts.retried[function])
+        self.dependencies.update(dependencies)  # what that file's own policy read elsewhere
+        return policy
+
     def attribute_value(self, receiver: str, attribute: str, owner: Optional[str]) -> Optional[Value]:
         """``self.x``/``cls.x`` in class ``owner``; ``Class.x``; ``module.X``; ``settings.X``."""
         own = self.own()
@@ -790,7 +862,7 @@ class Program:
         return None
 
     def _class_attribute(self, facts: ModuleFacts, class_name: str, attribute: str, hops: int) -> Optional[Value]:
-        cls = facts.classes.get(class_name)
+        cls = facts.settled().classes.get(class_name)
         if cls is None or hops <= 0:
             return None
         if attribute in cls.unknown:
@@ -814,6 +886,50 @@ class Program:
             if owner in cls.bases and (attribute in cls.values or attribute in cls.unknown or attribute in cls.methods):
                 return True
         return False
+
+
+#: Retry policies of other files' decorated functions, per process, by content digest and
+#: decorator lines; and the files being read for one (an import cycle must not recurse).
+_DECORATED: Dict[Tuple[str, str, Tuple[int, ...]], Tuple[Optional["RetryPolicy"], Tuple[Tuple[str, str], ...]]] = {}
+_READING: set = set()
+#: Task queues' decorators: calling the task function directly does not retry.
+_TASK_QUEUES = ("celery", "dramatiq")
+
+
+def _decorated_policy(file: Path, display: str,
+                      lines: Tuple[int, ...]) -> Tuple[Optional["RetryPolicy"], Tuple[Tuple[str, str], ...]]:
+    """The policy the extractors find at one of the decorator ``lines`` of ``file``: the
+    file is analysed as ``retrylint check`` would (its own program view included)."""
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None, ()
+    key = (str(file), digest(data), lines)
+    if key in _DECORATED:
+        return _DECORATED[key]
+    if str(file) in _READING:
+        return None, ()
+    from .engine import check_path, settings_with  # the engine asks this module: imported late
+    from .rules import RULES
+
+    _READING.add(str(file))
+    try:
+        report = check_path(file, display, settings_with(tuple(rule.code for rule in RULES)), want_policies=True)
+    except Exception:  # noqa: BLE001 - a file we cannot analyse gives no policy, never a crash
+        report = None
+    finally:
+        _READING.discard(str(file))
+    found = None
+    for policy in (report.policies if report is not None and report.policies else ()):
+        if policy.location.line in lines and policy.source not in _TASK_QUEUES:
+            # its syntax tree stays behind: only the model travels
+            found = policy.with_(anchor=None, inner=(), origins=(f"{display}:{policy.location.line}",))
+            break
+    dependencies = tuple(report.dependencies) if report is not None else ()
+    if len(_DECORATED) > 1024:
+        _DECORATED.clear()
+    _DECORATED[key] = (found, dependencies)
+    return found, dependencies
 
 
 #: Facts of other files, per process, by content digest (a file rewritten within the

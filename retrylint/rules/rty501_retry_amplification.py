@@ -89,7 +89,10 @@ class RetryAmplification(Rule):
     - a call on a redis client built with `retry=Retry(...)`, or a call given
       `retry=` a google-api-core `Retry(...)`;
     - a call to a function of the same module (or a method of the same class) that has
-      its own retry decorator.
+      its own retry decorator, or to a function imported from another module of the
+      checked tree that has one (`retrylint check` on the tree: the message and
+      `explain` name the file and line of the inner decorator; standard input and the
+      flake8 plugin see one file and do not report it).
 
     Both layers must be known: the object is followed through a name bound once, a
     `self.` attribute that the class only ever sets to such an object, or a module-level
@@ -457,7 +460,7 @@ class RetryAmplification(Rule):
         yield self.at(
             policy,
             f"{policy.description} makes {_attempts_phrase(policy, outer)} around `{layer.call}` (line {layer.location.line}), "
-            f"which retries on its own ({inner_policy.description}, line {inner_policy.location.line}: "
+            f"which retries on its own ({inner_policy.description}, {layer.where or f'line {inner_policy.location.line}'}: "
             f"{_attempts_phrase(inner_policy, inner)}; {layer.via}): {amplified_text(policy)}{also}; {advice}",
         )
 
