@@ -408,19 +408,9 @@ class ModuleContext:
                     arguments[param] = cst.parse_expression(repr(defaults[param]))
                 except Exception:  # noqa: BLE001
                     return None
-        try:
-            node = cst.parse_expression(text)
-        except Exception:  # noqa: BLE001 - a helper libcst cannot read is simply unknown
+        node = self._written_in(text, call, facts, owner if facts is self.program.own() else None, arguments)
+        if node is None:
             return None
-        stack: List[cst.CSTNode] = [node]
-        while stack:
-            current = stack.pop()
-            self._foreign[current] = call
-            self._foreign_module[current] = facts
-            self._foreign_owner[current] = owner if facts is self.program.own() else None
-            if isinstance(current, cst.Name) and current.value in arguments:
-                self._substitutions[current] = arguments[current.value]
-            stack.extend(children(current))
         for argument in arguments.values():
             if argument not in self._parents and argument not in self._foreign:
                 self._foreign[argument] = call  # a default written in
@@ -429,6 +419,26 @@ class ModuleContext:
             self.strategy_calls[call] = f"{facts.path}:{helper.line}"
         what = f"{name}() {'returns' if want == 'returns' else 'sleeps'} `{text}`"
         self.outside_values.append((call, Value(text, what, facts.path, helper.line, shown=what)))
+        return node
+
+    def _written_in(self, text: str, use: cst.CSTNode, facts: ModuleFacts, owner: Optional[str],
+                    arguments: Optional[Dict[str, cst.BaseExpression]] = None) -> Optional[cst.BaseExpression]:
+        """An expression from elsewhere in the program, parsed and made to stand at ``use``: its
+        names are read with ``facts``' imports (and ``owner``'s ``self.x``), its parameters
+        replaced by ``arguments``. None when libcst cannot read it (simply unknown)."""
+        try:
+            node = cst.parse_expression(text)
+        except Exception:  # noqa: BLE001
+            return None
+        stack: List[cst.CSTNode] = [node]
+        while stack:
+            current = stack.pop()
+            self._foreign[current] = use
+            self._foreign_module[current] = facts
+            self._foreign_owner[current] = owner
+            if arguments and isinstance(current, cst.Name) and current.value in arguments:
+                self._substitutions[current] = arguments[current.value]
+            stack.extend(children(current))
         return node
 
     def foreign_expression(self, name: str, use: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, str]]:
@@ -440,17 +450,9 @@ class ModuleContext:
         if found is None:
             return None
         text, facts, line = found
-        try:
-            node = cst.parse_expression(text)
-        except Exception:  # noqa: BLE001 - a value libcst cannot read is simply unknown
+        node = self._written_in(text, use, facts, None)
+        if node is None:
             return None
-        stack: List[cst.CSTNode] = [node]
-        while stack:
-            current = stack.pop()
-            self._foreign[current] = use
-            self._foreign_module[current] = facts
-            self._foreign_owner[current] = None
-            stack.extend(children(current))
         shown = f"built in another module as `{text if len(text) <= 80 else text[:77] + '...'}`"
         self.outside_values.append((use, Value(text, name, facts.path, line, shown=shown)))
         return node, f"{facts.path}:{line}"
