@@ -34,6 +34,16 @@ _TIMEDELTA_UNITS = {"days": 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds"
 #: How many imports/bases a value may be followed through.
 _HOPS = 4
 _MISSING = object()
+#: Method names of builtin types: ``obj.get(...)`` may be a dict's, not the method asked about.
+_BUILTIN_METHODS = frozenset(
+    name for kind in (dict, list, str, bytes, set, tuple, int, float, object) for name in dir(kind)
+) | {"read", "write", "close", "open", "send", "recv", "connect", "run", "start", "stop", "get", "post",
+     "put", "request", "fetch", "execute", "call", "wait", "join", "flush", "seek", "submit", "result"}
+
+#: :meth:`Program.arguments_for`: a call that leaves the parameter to its default, or passes
+#: something we cannot read.
+DEFAULT = object()
+UNREAD = object()
 
 
 @dataclass(frozen=True)
@@ -678,6 +688,10 @@ class Program:
         self._modules: Dict[str, Optional[ModuleFacts]] = {}
         #: other files read: absolute path → content digest (the result depends on them)
         self.dependencies: Dict[str, str] = {}
+        self._arguments: Dict[Tuple[str, str, Optional[int]], Optional[List[Any]]] = {}
+        self._call_index: Optional[Dict[str, List[ast.Call]]] = None
+        #: lines of the calls that leave a parameter to its default (for ``explain``)
+        self._default_lines: Dict[Tuple[str, str, Optional[int]], List[int]] = {}
 
     # -- facts of modules
 
@@ -790,6 +804,75 @@ class Program:
             if other is not None and name in other.helpers:
                 return other.helpers[name], other
         return None
+
+    def arguments_for(self, function: str, parameter: str, index: Optional[int],
+                      method: bool = False) -> Optional[List[Any]]:
+        """What the calls of ``function`` in this module pass for ``parameter`` (``index``: its
+        position among the arguments a caller writes; None when it is keyword-only), one entry
+        per call: the folded literal, :data:`DEFAULT` when the call leaves it out, or
+        :data:`UNREAD` when the call passes something else or ``*args``/``**kwargs``. A call
+        inside ``function`` itself (a recursion handing the parameter on) is not a caller.
+        None when nothing here calls it: the value is then the callers' elsewhere, unknown."""
+        key = (function, parameter, index)
+        if key in self._arguments:
+            return self._arguments[key]
+        found: Optional[List[Any]] = None
+        if self._tree is not None:
+            values: List[Any] = []
+            for call in self._calls_of(function):
+                if not self._calls_it(call, method):
+                    continue
+                if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                    values.append(UNREAD)
+                    continue
+                given = next((k.value for k in call.keywords if k.arg == parameter), None)
+                if given is None and index is not None and index < len(call.args):
+                    given = call.args[index]
+                if given is None:
+                    values.append(DEFAULT)
+                    self._default_lines.setdefault(key, []).append(call.lineno)
+                    continue
+                value = fold(given, self.own().constants)
+                values.append(UNREAD if value is _MISSING else value)
+            found = values or None
+        self._arguments[key] = found
+        return found
+
+    def default_callers(self, function: str, parameter: str, index: Optional[int], method: bool = False) -> List[int]:
+        """Lines of the calls :meth:`arguments_for` found leaving ``parameter`` out."""
+        self.arguments_for(function, parameter, index, method)
+        return self._default_lines.get((function, parameter, index), [])
+
+    def _calls_it(self, call: ast.Call, method: bool) -> bool:
+        """A call that surely calls the function asked about: ``f(...)`` for a module function;
+        for a method ``self.f(...)``/``cls.f(...)``, or ``obj.f(...)`` on a plain name that is
+        no imported module, for a name no builtin type has (``d.get(key)`` is a dict's)."""
+        func = call.func
+        if not method:
+            return isinstance(func, ast.Name)
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return False
+        receiver = func.value.id
+        if receiver in ("self", "cls"):
+            return True
+        return receiver not in self.own().imports and func.attr not in _BUILTIN_METHODS
+
+    def _calls_of(self, function: str) -> List[ast.Call]:
+        """``function(...)`` and ``anything.function(...)`` outside ``function``'s own body."""
+        if self._call_index is None:
+            index: Dict[str, List[ast.Call]] = {}
+            stack: List[Tuple[ast.AST, Optional[str]]] = [(self._tree, None)]  # type: ignore[list-item]
+            while stack:
+                node, inside = stack.pop()
+                if isinstance(node, _FUNCTIONS):
+                    inside = node.name
+                elif isinstance(node, ast.Call):
+                    name = _called_name(node.func)
+                    if name and name != inside:
+                        index.setdefault(name, []).append(node)
+                stack.extend((child, inside) for child in ast.iter_child_nodes(node))
+            self._call_index = index
+        return self._call_index.get(function, [])
 
     def retry_policy_of(self, qualified: str) -> Optional["RetryPolicy"]:
         """The retry policy of a function defined in another module of the checked tree, by

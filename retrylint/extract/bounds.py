@@ -10,6 +10,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional
 import libcst as cst
 
 from ..model import UNKNOWN, Num, known
+from ..program import DEFAULT, UNREAD
 from ..syntax import dotted_name, last_name, number, unwrap_await, walk
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, shape_of
@@ -186,6 +187,11 @@ def classify_guard(test: cst.BaseExpression, env: GuardEnv, guard_line: int, at_
     test = unwrap_await(test)
     names = _names(test)
     if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) and not negated and (
+                _never_holds(test.left, env) or _never_holds(test.right, env)):
+            # ``if max_retries is not None and retries >= max_retries: raise`` with no limit
+            # given: the test is never true as the code is called here, no bound.
+            return Guard("never")
         left = classify_guard(test.left, env, guard_line, at_loop_head, negated)
         right = classify_guard(test.right, env, guard_line, at_loop_head, negated)
         # not (a and b) exits when either fails: De Morgan turns the operator over.
@@ -280,6 +286,59 @@ def _len_of_growing(test: cst.BaseExpression, env: GuardEnv) -> bool:
             if target and target in env.appended:
                 return True
     return False
+
+
+def _never_holds(test: cst.BaseExpression, env: GuardEnv) -> bool:
+    """``limit is not None`` (or ``limit`` alone) where ``limit`` is None as this module uses
+    it: a module constant ``MAX_RETRIES = None``, or a parameter whose default is None and
+    that a caller here leaves out (``conn.ensure_connection()``: judge what callers use)."""
+    name: Optional[cst.Name] = None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        target = test.comparisons[0]
+        if isinstance(target.operator, cst.IsNot) and _is_none(target.comparator):
+            name = test.left
+    elif isinstance(test, cst.Name):
+        name = test
+    if name is None:
+        return False
+    off = (None,) if isinstance(test, cst.Comparison) else (None, 0, False)
+    ctx = env.ctx
+    bindings = [b for b in ctx.bindings(name) if b.kind != "import"]
+    if not bindings:
+        constant = ctx.module_constant(name.value, name)
+        return constant is not None and _literal(constant) in off and _literal(constant) is not _NOT_LITERAL
+    if len(bindings) == 1 and bindings[0].kind in ("assign", "annassign") and bindings[0].value is not None \
+            and not any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in ctx.ancestors(bindings[0].node)):
+        value = _literal(bindings[0].value)  # ``MAX_RETRIES = None``, bound once, at module level
+        return value is not _NOT_LITERAL and value in off
+    if len(bindings) != 1 or bindings[0].kind != "param" or bindings[0].value is None:
+        return False
+    if _literal(bindings[0].value) not in off or _literal(bindings[0].value) is _NOT_LITERAL:
+        return False
+    values = ctx.parameter_values(bindings[0].node)  # type: ignore[arg-type]
+    if not values:
+        return False
+    if DEFAULT in values:
+        ctx.note_default_used(bindings[0].node, name, _literal(bindings[0].value))
+        return True
+    return any(v is not UNREAD and not isinstance(v, (str, float, tuple)) and v in off for v in values)
+
+
+_NOT_LITERAL = object()
+
+
+def _literal(expr: cst.BaseExpression) -> object:
+    if _is_none(expr):
+        return None
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    return _NOT_LITERAL
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _is_flag(test: cst.BaseExpression) -> bool:

@@ -25,6 +25,7 @@ from ..model import (
     Num,
     known,
 )
+from ..program import DEFAULT, UNREAD
 from ..syntax import call_args, dotted_name, last_name, number, unwrap_await, walk
 from .context import Binding, ModuleContext
 
@@ -280,6 +281,11 @@ def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
             constant = env.ctx.module_constant(expr.value, expr)
             if constant is not None:
                 inner = _sub(constant, env)
+                return inner if inner.kind == "const" else CONST_UNKNOWN
+        if len(bindings) == 1 and bindings[0].kind == "param":
+            used = parameter_value(expr, bindings[0], env.ctx)
+            if used is not None:
+                inner = _sub(used, env)
                 return inner if inner.kind == "const" else CONST_UNKNOWN
     elif isinstance(expr, cst.Attribute):
         outside_value = env.ctx.outside_value(expr)
@@ -965,3 +971,25 @@ def _literal_numbers(expr: cst.BaseExpression, env: DelayEnv) -> Optional[Tuple[
 
 def literal_steps(expr: cst.BaseExpression, env: DelayEnv) -> Optional[Tuple[float, ...]]:
     return _literal_numbers(expr, env)
+
+
+def parameter_value(use: cst.Name, binding: Binding, ctx: ModuleContext) -> Optional[cst.BaseExpression]:
+    """The one value every caller in this module gives a parameter (its default when they all
+    leave it out), as a node standing at ``use``; None when callers differ, pass what we
+    cannot read, or none is here (an engine whose value its callers choose stays unknown)."""
+    values = ctx.parameter_values(binding.node)  # type: ignore[arg-type]
+    if not values or UNREAD in values:
+        return None
+    distinct = {repr(v) if v is not DEFAULT else "default" for v in values}
+    if len(distinct) != 1:
+        return None
+    if values[0] is DEFAULT:
+        if binding.value is None:
+            return None  # a required parameter
+        return binding.value
+    try:
+        node = cst.parse_expression(repr(values[0]))
+    except Exception:  # noqa: BLE001
+        return None
+    ctx.note_stand_in(node, use)
+    return node

@@ -180,7 +180,7 @@ class RetryAmplification(Rule):
         ),
         Valid(
             """
-            import requests, tenacity
+            import os, requests, tenacity
             from requests.adapters import HTTPAdapter
             from urllib3.util.retry import Retry
 
@@ -188,13 +188,13 @@ class RetryAmplification(Rule):
                 return Retry(total=total, backoff_factor=0.5)
 
             session = requests.Session()
-            session.mount("https://", HTTPAdapter(max_retries=make_retry(3)))
+            session.mount("https://", HTTPAdapter(max_retries=make_retry(int(os.environ["HTTP_RETRIES"]))))
 
             @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
             def fetch(url):
                 return session.get(url, timeout=5)
             """,
-            "the adapter's retries come from a helper: not known",
+            "the adapter's retries come from a helper given a value read at run time: not known",
         ),
         Valid(
             """

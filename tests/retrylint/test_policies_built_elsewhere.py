@@ -292,9 +292,32 @@ def test_a_builder_with_a_parameter_keeps_the_bound_unknown():
             async for attempt in AsyncRetrying(**retry_args(40)):
                 with attempt:
                     pass
+
+        async def other():
+            async for attempt in AsyncRetrying(**retry_args(5)):
+                with attempt:
+                    pass
     """)
-    # No jitter whatever the bound; no cap is judged only with a known bound (40 attempts is not read).
+    # No jitter whatever the bound; no cap is judged only with a known bound (the callers
+    # disagree: 40 or 5 attempts, so the builder's own bound is not read).
     assert set(found) == {("RTY203", 4)}
+
+
+def test_a_builder_parameter_is_what_its_one_caller_passes():
+    found = _found("""
+        from tenacity import AsyncRetrying, stop_after_attempt, wait_exponential, retry_if_exception_type
+
+        def retry_args(attempts=3):
+            return {"stop": stop_after_attempt(attempts), "wait": wait_exponential(),
+                    "retry": retry_if_exception_type(OSError)}
+
+        async def run():
+            async for attempt in AsyncRetrying(**retry_args(40)):
+                with attempt:
+                    pass
+    """)
+    # 40 attempts of an uncapped doubling wait: the last waits are days long.
+    assert set(found) == {("RTY203", 4), ("RTY204", 4)}
 
 
 def test_a_kwargs_passthrough_wrapper_is_its_callers_policy():

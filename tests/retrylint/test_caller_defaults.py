@@ -1,0 +1,161 @@
+"""Bounds and delays that are parameters, judged as this module's callers use them (issue 12).
+
+``def ensure_connection(self, max_retries=None, interval=2)`` with
+``if max_retries is not None and retries >= max_retries: raise`` is a retry engine whose bound
+its caller chooses: alone, it is not reported. When a caller in the module leaves the limit to
+its default of None (``conn.ensure_connection()``), that call retries forever: RTY101, and
+``explain`` says which call. A parameter every caller here leaves alone has its default's value
+(the fixed 2 s delay is shown as 2 s); callers that disagree, pass ``**kwargs`` or are not in
+the module keep it unknown.
+"""
+
+from __future__ import annotations
+
+from retrylint.engine import check_source, settings_with
+from retrylint.rules import RULES
+
+CODES = tuple(rule.code for rule in RULES)
+
+ENGINE = """
+import time
+
+
+class Connection:
+    def ensure_connection(self, max_retries=None, interval=2):
+        retries = 0
+        while True:
+            try:
+                return self._connect()
+            except OSError:
+                if max_retries is not None and retries >= max_retries:
+                    raise
+                retries += 1
+                time.sleep(interval)
+"""
+
+
+def _findings(source: str):
+    report = check_source(source, "conn.py", settings_with(CODES))
+    assert report.error is None, report.error
+    return report.findings
+
+
+def _codes(source: str):
+    return {f.code for f in _findings(source)}
+
+
+def _async(source: str) -> str:
+    return (source.replace("def ensure_connection", "async def ensure_connection")
+            .replace("return self._connect()", "return await self._connect()")
+            .replace("time.sleep(", "await asyncio.sleep(").replace("import time", "import asyncio, time"))
+
+
+def test_an_engine_whose_limit_its_callers_choose_is_not_reported_alone():
+    assert "RTY101" not in _codes(ENGINE)
+    assert "RTY101" not in _codes(_async(ENGINE))
+
+
+def test_a_caller_that_leaves_the_limit_to_none_makes_it_retry_forever():
+    source = ENGINE + "\n\ndef start(conn):\n    conn.ensure_connection()\n"
+    (finding,) = [f for f in _findings(source) if f.code == "RTY101"]
+    assert finding.location.line == 8
+    assert "retries forever" in finding.message and "fixed 2 s" in finding.message
+    assert "RTY101" in _codes(_async(source).replace("conn.ensure_connection()", "await conn.ensure_connection()"))
+
+
+def test_a_caller_that_passes_none_explicitly_too():
+    source = ENGINE + "\n\ndef start(conn):\n    conn.ensure_connection(max_retries=None)\n"
+    assert "RTY101" in _codes(source)
+
+
+def test_callers_that_all_pass_a_limit_bound_it():
+    source = ENGINE + "\n\ndef start(conn):\n    conn.ensure_connection(max_retries=3)\n    conn.ensure_connection(5)\n"
+    assert "RTY101" not in _codes(source)
+
+
+def test_a_caller_passing_kwargs_is_not_read():
+    source = ENGINE + "\n\ndef start(conn, **options):\n    conn.ensure_connection(**options)\n"
+    assert "RTY101" not in _codes(source)
+
+
+def test_the_recursion_handing_the_limit_on_is_no_caller():
+    # The function's own call passes its parameter on: it says nothing about the value.
+    source = ENGINE.replace("                raise\n", "                raise\n                self.ensure_connection(max_retries, interval)\n", 1)
+    assert "RTY101" not in _codes(source)
+
+
+def test_a_parameter_every_caller_leaves_alone_has_its_default_value():
+    source = ENGINE + "\n\ndef start(conn):\n    conn.ensure_connection(max_retries=3)\n"
+    (message,) = [f.message for f in _findings(source) if f.code == "RTY202"]
+    assert "2 s" in message
+
+
+def test_callers_that_disagree_keep_the_value_unknown():
+    source = ENGINE + "\n\ndef start(conn):\n    conn.ensure_connection(3, interval=1)\n    conn.ensure_connection(3)\n"
+    (message,) = [f.message for f in _findings(source) if f.code == "RTY202"]
+    assert "`interval`" in message
+
+
+def test_a_module_constant_of_none_leaves_no_limit():
+    source = """
+import time
+
+MAX_RETRIES = None
+
+
+def connect(sock):
+    retries = 0
+    while True:
+        try:
+            return sock.connect()
+        except OSError:
+            if MAX_RETRIES is not None and retries >= MAX_RETRIES:
+                raise
+            retries += 1
+            time.sleep(2)
+"""
+    assert "RTY101" in _codes(source)
+    assert "RTY101" not in _codes(source.replace("MAX_RETRIES = None", "MAX_RETRIES = 5"))
+
+
+def test_explain_names_the_call_that_leaves_the_limit_out(project, run):
+    path = project.write("conn.py", ENGINE + "\n\ndef start(conn):\n    conn.ensure_connection()\n")
+    lines = path.read_text().splitlines()
+    loop = next(i for i, line in enumerate(lines, 1) if "while True" in line)
+    call = next(i for i, line in enumerate(lines, 1) if "conn.ensure_connection()" in line)
+    code, out, _ = run("explain", f"conn.py:{loop}")
+    assert code == 0
+    assert "bound:       forever" in out
+    assert f"default of `ensure_connection(max_retries=...)`, as called without it, conn.py:{call}" in out
+
+
+def test_a_call_of_a_builtin_method_name_is_no_caller():
+    # ``options.get("timeout")`` is a dict's ``get``, not ``Client.get`` leaving ``retries`` out.
+    source = """
+import time
+
+
+class Client:
+    def get(self, path, retries=None):
+        attempt = 0
+        while True:
+            try:
+                return self._session.request("GET", path)
+            except OSError:
+                if retries is not None and attempt >= retries:
+                    raise
+                attempt += 1
+                time.sleep(2)
+
+
+def configure(options):
+    return options.get("timeout")
+"""
+    assert "RTY101" not in _codes(source)
+    # the same engine called by its own class without a limit does retry forever
+    assert "RTY101" in _codes(source + "\n\nclass Sub(Client):\n    def ping(self):\n        return self.get('/ping')\n")
+
+
+def test_a_module_function_of_the_same_name_as_a_method_is_no_caller():
+    source = ENGINE + "\n\ndef ensure_connection():\n    pass\n\n\ndef start():\n    ensure_connection()\n"
+    assert "RTY101" not in _codes(source)
