@@ -111,7 +111,7 @@ def _is_reset(binding: Binding) -> bool:
 
 def _step_of(name: str, binding: Binding, ctx: ModuleContext) -> Optional[Num]:
     """+c / -c for ``x += c``, ``x -= c``, ``x = x + c``; None when it is not a counter step."""
-    env = DelayEnv(ctx)
+    env = DelayEnv(ctx, callers=False)
     if binding.kind == "augassign" and binding.value is not None:
         amount = shape_of(binding.value, env)
         if amount.kind != "const":
@@ -148,7 +148,7 @@ def _initial(name: str, loop: cst.CSTNode, ctx: ModuleContext, loop_bindings: Li
     outside = [b for b in ctx.bindings(probe) if id(b.node) not in inside and b.kind in ("assign", "annassign", "param")]
     if len(outside) != 1 or outside[0].kind == "param" or outside[0].value is None:
         return UNKNOWN
-    shape = shape_of(outside[0].value, DelayEnv(ctx))
+    shape = shape_of(outside[0].value, DelayEnv(ctx, callers=False))
     return shape.value if shape.kind == "const" else UNKNOWN
 
 
@@ -359,7 +359,7 @@ def _is_flag(test: cst.BaseExpression) -> bool:
 
 
 def _const(expr: cst.BaseExpression, env: GuardEnv) -> Num:
-    shape = shape_of(expr, DelayEnv(env.ctx))
+    shape = shape_of(expr, DelayEnv(env.ctx, callers=False))
     return shape.value if shape.kind == "const" else UNKNOWN
 
 

@@ -141,6 +141,10 @@ class DelayEnv:
     #: The sleep call itself, when there is one.
     sleep_node: Optional[cst.CSTNode] = None
     depth: int = 0
+    #: Read a parameter as this module's callers pass it (delays: yes). A *bound* is not read
+    #: that way: callers elsewhere may pass another limit, and a small one known here would
+    #: hide the retry from rules that spare two attempts (only a None limit is judged).
+    callers: bool = True
 
 
 def classify(expr: Optional[cst.BaseExpression], env: DelayEnv) -> Delay:
@@ -282,7 +286,7 @@ def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
             if constant is not None:
                 inner = _sub(constant, env)
                 return inner if inner.kind == "const" else CONST_UNKNOWN
-        if len(bindings) == 1 and bindings[0].kind == "param":
+        if env.callers and len(bindings) == 1 and bindings[0].kind == "param":
             used = parameter_value(expr, bindings[0], env.ctx)
             if used is not None:
                 inner = _sub(used, env)

@@ -349,7 +349,7 @@ def _target_unused(loop: cst.For) -> bool:
 def _for_iteration(
     target: cst.BaseExpression, iterable: cst.BaseExpression, ctx: ModuleContext, sleeps: List[Sleep]
 ) -> Optional[Iteration]:
-    env = DelayEnv(ctx)
+    env = DelayEnv(ctx, callers=False)  # ``range(max_retries)``: a bound (see DelayEnv.callers)
     target_name = dotted_name(target)
     if isinstance(iterable, cst.Call):
         names = ctx.call_name(iterable)
@@ -1065,7 +1065,7 @@ def _enclosing_timeout(loop: cst.CSTNode, ctx: ModuleContext) -> Num:
                 if names & _TIMEOUT_CONTEXTS:
                     positional, keywords = call_args(call)
                     value = positional[0] if positional else next(iter(keywords.values()), None)
-                    return _const(value, DelayEnv(ctx)) if value is not None else UNKNOWN
+                    return _const(value, DelayEnv(ctx, callers=False)) if value is not None else UNKNOWN
     return None
 
 

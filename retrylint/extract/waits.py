@@ -66,6 +66,9 @@ class Sleep:
 
 def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
     """A call that waits before the next attempt, with its delay expression."""
+    partial = _partial_sleep(call, ctx)
+    if partial is not None:
+        return partial
     names = ctx.call_name(call)
     if names & SLEEP_FUNCTIONS:
         positional, keywords = call_args(call)
@@ -109,6 +112,28 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
     if _calls_a_sleeper(call, ctx):
         return Sleep(call, None, "helper")
     return None
+
+
+def _partial_sleep(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
+    """``nap = functools.partial(time.sleep, DELAY)`` bound once, then ``nap()``: a sleep whose
+    delay is the argument the partial fixed (or the one the call adds)."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    bindings = ctx.bindings(call.func)
+    if len(bindings) != 1 or not isinstance(bindings[0].value, cst.Call):
+        return None
+    made = bindings[0].value
+    if not ctx.call_name(made) & {"functools.partial"}:
+        return None
+    fixed, keywords = call_args(made)
+    if not fixed or not isinstance(fixed[0], (cst.Name, cst.Attribute)) or not ctx.qualified_names(fixed[0]) & SLEEP_FUNCTIONS:
+        return None
+    given, given_keywords = call_args(call)
+    delay = next((k.get(n) for k in (keywords, given_keywords) for n in ("seconds", "delay") if k.get(n) is not None), None)
+    arguments = list(fixed[1:]) + list(given)
+    if delay is None and arguments:
+        delay = arguments[0]
+    return Sleep(call, delay if delay is not None else cst.Integer("0"))
 
 
 def _is_event(receiver: cst.BaseExpression, ctx: ModuleContext) -> bool:

@@ -120,7 +120,7 @@ def seconds(expr: cst.BaseExpression, ctx: ModuleContext) -> Num:
                 return UNKNOWN
             total += float(amount_value) * factor  # type: ignore[arg-type]
         return total
-    shape = shape_of(expr, DelayEnv(ctx))
+    shape = shape_of(expr, DelayEnv(ctx, callers=False))  # a policy's number: not from callers (DelayEnv.callers)
     if shape.kind == "const" and known(shape.value):
         return float(shape.value)  # type: ignore[arg-type]
     return UNKNOWN
