@@ -292,31 +292,10 @@ def test_a_builder_with_a_parameter_keeps_the_bound_unknown():
             async for attempt in AsyncRetrying(**retry_args(40)):
                 with attempt:
                     pass
-
-        async def other():
-            async for attempt in AsyncRetrying(**retry_args(5)):
-                with attempt:
-                    pass
     """)
-    # No jitter whatever the bound; no cap is judged only with a known bound.
-    assert set(found) == {("RTY203", 4)}
-
-
-def test_a_builder_bound_is_not_read_from_its_one_caller():
-    found = _found("""
-        from tenacity import AsyncRetrying, stop_after_attempt, wait_exponential, retry_if_exception_type
-
-        def retry_args(attempts=3):
-            return {"stop": stop_after_attempt(attempts), "wait": wait_exponential(),
-                    "retry": retry_if_exception_type(OSError)}
-
-        async def run():
-            async for attempt in AsyncRetrying(**retry_args(40)):
-                with attempt:
-                    pass
-    """)
-    # A policy's numbers are not read from the module's callers (callers elsewhere may pass
-    # others; see DelayEnv.callers): the bound stays unknown, and no cap is judged without it.
+    # No jitter whatever the bound. A policy's numbers are not read from the module's callers
+    # (callers elsewhere may pass others; see DelayEnv.callers): 40 attempts is not read, and
+    # no cap is judged without a known bound.
     assert set(found) == {("RTY203", 4)}
 
 
