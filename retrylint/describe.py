@@ -45,6 +45,9 @@ def delay_phrase(delay: Delay) -> str:
             parts.append(format_seconds(delay.base))
         if known(delay.factor):
             parts.append(f"×{number(delay.factor)}")
+        if known(delay.offset) and delay.offset:
+            offset = float(delay.offset)  # type: ignore[arg-type]
+            parts.append(f"{'+' if offset > 0 else '−'}{format_seconds(abs(offset))} each")
         parts.append(f"cap {format_seconds(delay.cap)}" if known(delay.cap) else "capped" if delay.cap is not None else "no cap")
         parts.append(jitter_phrase(delay))
         return f"with exponential backoff ({', '.join(parts)})"

@@ -103,6 +103,9 @@ class Delay:
     #: ``wait_exponential_jitter``), not ``d`` before the jitter: once ``d`` alone reaches the
     #: cap, every client waits exactly the cap (RTY504).
     jitter_then_cap: bool = False
+    #: Exponential only: a constant added to ``base * factor ** (k - 1)`` before the cap
+    #: (``0.1 * (2 ** n - 1)`` waits 0, 0.1, 0.3, 0.7 s …, not 0.1, 0.2, 0.4 s).
+    offset: Num = 0.0
 
     @property
     def grows_exponentially(self) -> bool:

@@ -40,7 +40,9 @@ def nominal_delay(delay: Delay, k: int) -> Num:
     elif delay.kind is DelayKind.EXPONENTIAL:
         if not known(delay.factor):
             return UNKNOWN
-        value = _power(base, float(delay.factor), k - 1)  # type: ignore[arg-type]
+        if not known(delay.offset):
+            return UNKNOWN
+        value = _power(base, float(delay.factor), k - 1) + float(delay.offset or 0.0)  # type: ignore[arg-type]
     else:
         return UNKNOWN
     if known(delay.cap):

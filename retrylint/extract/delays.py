@@ -100,6 +100,8 @@ class Shape:
     decorrelated: bool = False
     #: ``min(cap, d + jitter)``: the cap clamps the jittered delay (RTY504).
     jitter_then_cap: bool = False
+    #: exp: a constant added to ``value * factor ** (k - 1)`` (``0.1 * (2 ** n - 1)``).
+    offset: Num = 0.0
 
     @property
     def grows(self) -> bool:
@@ -204,7 +206,7 @@ def to_delay(shape: Shape) -> Delay:
         if shape.decorrelated:
             jitter = Jitter(JitterKind.DECORRELATED)
         return Delay(DelayKind.EXPONENTIAL, base=shape.value, factor=shape.factor, cap=shape.cap, jitter=jitter,
-                     jitter_then_cap=shape.jitter_then_cap)
+                     jitter_then_cap=shape.jitter_then_cap, offset=shape.offset)
     if shape.kind == "steps" and shape.steps:
         return Delay(DelayKind.STEPS, steps=shape.steps, base=shape.steps[0], jitter=shape.jitter)
     return Delay(DelayKind.UNKNOWN, jitter=shape.jitter)
@@ -690,7 +692,7 @@ def _scale(shape: Shape, c: Num) -> Shape:
     if shape.kind == "linear":
         return replace(shape, value=_mul(shape.value, c), slope=_mul(shape.slope, c), cap=_mul(shape.cap, c))
     if shape.kind == "exp":
-        return replace(shape, value=_mul(shape.value, c), cap=_mul(shape.cap, c))
+        return replace(shape, value=_mul(shape.value, c), cap=_mul(shape.cap, c), offset=_mul(shape.offset, c))
     if shape.kind == "steps" and shape.steps and known(c):
         return replace(shape, steps=tuple(s * float(c) for s in shape.steps), value=_mul(shape.value, c))  # type: ignore[arg-type]
     if shape.kind == "random" and shape.low and shape.high:
@@ -699,7 +701,9 @@ def _scale(shape: Shape, c: Num) -> Shape:
 
 
 def _shift(shape: Shape, c: Num) -> Shape:
-    if shape.kind in ("const", "linear", "exp"):
+    if shape.kind == "exp":
+        return replace(shape, offset=_add_num(shape.offset, c))  # d·f^k + c, not (d + c)·f^k
+    if shape.kind in ("const", "linear"):
         return replace(shape, value=_add_num(shape.value, c))
     if shape.kind == "random" and shape.low and shape.high:
         return replace(shape, low=_shift(shape.low, c), high=_shift(shape.high, c))
@@ -716,6 +720,8 @@ def _multiply(a: Shape, b: Shape) -> Shape:
     if b.kind == "random" and a.kind in ("exp", "linear", "steps"):
         return _jitter_multiplicative(a, b)
     if a.kind == "exp" and b.kind == "exp":
+        if a.offset or b.offset:
+            return UNKNOWN_SHAPE  # (d·f^k + c)(e·g^k + o) is no exponential
         return Shape("exp", value=_mul(a.value, b.value), factor=_mul(a.factor, b.factor))
     if a.kind == "random" and b.kind == "random":
         return Shape("random", low=UNKNOWN_SHAPE, high=UNKNOWN_SHAPE)
