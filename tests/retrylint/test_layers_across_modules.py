@@ -100,3 +100,23 @@ def test_explain_shows_the_other_file(project, run):
     code, out, _ = run("explain", "pkg/worker.py:6")
     assert code == 0
     assert "client.py:4" in out
+
+
+def test_an_import_cycle_of_decorated_functions_ends(project, run):
+    # a.fetch_a retries around b.fetch_b and the other way round: each file is read once
+    # for the other's policy (no recursion without end), and both layers are reported.
+    project.write("pkg/__init__.py", "")
+    for name, other, attempts in (("a", "b", 3), ("b", "a", 2)):
+        project.write(f"pkg/{name}.py", f"""
+from tenacity import retry, stop_after_attempt, wait_random_exponential
+
+from .{other} import fetch_{other}
+
+
+@retry(stop=stop_after_attempt({attempts}), wait=wait_random_exponential(max=10), reraise=True)
+def fetch_{name}(x):
+    return fetch_{other}(x)
+""")
+    found = _rty501(run, "pkg")
+    assert sorted(f["filename"].rsplit("/", 1)[-1] for f in found) == ["a.py", "b.py"]
+    assert all("= 6 attempts per call" in f["message"] for f in found)
