@@ -469,8 +469,12 @@ def overlaps(a: str, b: str) -> bool:
     return any(a in _lineage(child) and b in _lineage(child) for child in _BASES)
 
 
-def retries_failures_of(outer: RetryPolicy, carried: Carried) -> bool:
-    """Whether ``outer`` retries what the inner layer raises once it gives up."""
+def retries_failures_of(outer: RetryPolicy, carried: Carried, directly: bool = False) -> bool:
+    """Whether ``outer`` retries what the inner layer raises once it gives up. ``directly``:
+    what the inner one raises must *be* one of the outer one's errors (or a subclass); a
+    class that merely derives from both (``ConnectTimeout``) is not enough: decorators
+    stacked for different errors (``Timeout`` above, ``ConnectionError`` below) split the
+    failures between them rather than multiply."""
     raises = carried.raises or tuple(n for c in carried.policy.errors for n in c.names)
     # An inner policy that retries everything and re-raises can end with any exception.
     anything = not carried.raises and any(c.kind is CatchKind.CATCH_ALL for c in carried.policy.errors)
@@ -482,9 +486,36 @@ def retries_failures_of(outer: RetryPolicy, carried: Carried) -> bool:
         if clause.kind is CatchKind.NAMED and raises:
             if any(n.startswith(r) for n in clause.names for r in raises if r.endswith(".")):
                 return True
-            if any(overlaps(n, r) for n in clause.names for r in raises if not r.endswith(".")):
+            match = _is_a if directly else overlaps
+            if any(match(r, n) for n in clause.names for r in raises if not r.endswith(".")):
                 return True
     return False
+
+
+def _is_a(name: str, base: str) -> bool:
+    name, base = _normal(name), _normal(base)
+    return name == base or base in _lineage(name)
+
+
+def _stacked_below(policy: RetryPolicy, layers: Layers) -> Iterator[RetryLayer]:
+    """Retry decorators stacked *below* a retry decorator on the same function: the lower one
+    is applied first, so every outer attempt runs all of its attempts."""
+    ctx = layers.ctx
+    function = decorated(policy.anchor, ctx) if policy.anchor is not None else None
+    if function is None:
+        return
+    below = False
+    for decorator in function.decorators:
+        if decorator.decorator is policy.anchor:
+            below = True
+            continue
+        inner = layers.by_anchor.get(id(decorator.decorator)) if below else None
+        if inner is None or inner is policy or inner.source in _TASK_QUEUES:
+            continue
+        raises = _TENACITY_RAISES if inner.source == "tenacity" and not _reraises(decorator.decorator) else ()
+        carried = Carried(inner, f"stacked below it on `{function.name.value}`", raises)
+        if retries_failures_of(policy, carried, directly=True):
+            yield RetryLayer(function.name.value, ctx.location(decorator), inner, carried.via)
 
 
 def annotate(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[RetryPolicy]:
@@ -497,8 +528,8 @@ def annotate(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[RetryP
         if policy.source in _RETRY_LIBRARIES and (policy.anchor is None or decorated(policy.anchor, ctx) is None):
             out.append(policy)  # a client's own policy object: a layer, not a retry around one
             continue
-        found: List[RetryLayer] = []
-        seen = set()
+        found: List[RetryLayer] = list(_stacked_below(policy, layers))
+        seen = {id(layer.policy.anchor) for layer in found}
         for call, where in operation_calls(policy, ctx):
             carried = carried_policy(call, layers)
             # a policy from another file has no node here: it is its own identity

@@ -92,7 +92,9 @@ class RetryAmplification(Rule):
       its own retry decorator, or to a function imported from another module of the
       checked tree that has one (`retrylint check` on the tree: the message and
       `explain` name the file and line of the inner decorator; standard input and the
-      flake8 plugin see one file and do not report it).
+      flake8 plugin see one file and do not report it);
+    - another retry decorator stacked below it on the same function (the lower one is
+      applied first: every outer attempt runs all of its attempts).
 
     Both layers must be known: the object is followed through a name bound once, a
     `self.` attribute that the class only ever sets to such an object, or a module-level
