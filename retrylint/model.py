@@ -284,6 +284,12 @@ class RetryPolicy:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+#: Task-queue retries (celery ``autoretry_for``/``self.retry``, dramatiq): calling the task
+#: function directly does not retry (celery's ``retry()`` re-raises when ``called_directly``),
+#: so a task decorator is no retry layer around a call of it.
+TASK_QUEUE_SOURCES = ("celery", "dramatiq")
+
+
 @dataclass(frozen=True)
 class RetryLayer:
     """A call inside a retried operation that carries a retry policy of its own: a session

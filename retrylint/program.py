@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
+from .model import TASK_QUEUE_SOURCES
+
 if TYPE_CHECKING:
     from .model import RetryPolicy
 
@@ -688,10 +690,9 @@ class Program:
         self._modules: Dict[str, Optional[ModuleFacts]] = {}
         #: other files read: absolute path → content digest (the result depends on them)
         self.dependencies: Dict[str, str] = {}
-        self._arguments: Dict[Tuple[str, str, Optional[int]], Optional[List[Any]]] = {}
+        #: (function, parameter, index) → each caller's (value, line), for :meth:`arguments_for`
+        self._arguments: Dict[Tuple[str, str, Optional[int]], Optional[List[Tuple[Any, int]]]] = {}
         self._call_index: Optional[Dict[str, List[ast.Call]]] = None
-        #: lines of the calls that leave a parameter to its default (for ``explain``)
-        self._default_lines: Dict[Tuple[str, str, Optional[int]], List[int]] = {}
 
     # -- facts of modules
 
@@ -813,35 +814,38 @@ class Program:
         :data:`UNREAD` when the call passes something else or ``*args``/``**kwargs``. A call
         inside ``function`` itself (a recursion handing the parameter on) is not a caller.
         None when nothing here calls it: the value is then the callers' elsewhere, unknown."""
+        found = self._callers(function, parameter, index, method)
+        return [value for value, _ in found] if found is not None else None
+
+    def default_callers(self, function: str, parameter: str, index: Optional[int], method: bool = False) -> List[int]:
+        """Lines of the calls :meth:`arguments_for` found leaving ``parameter`` out."""
+        return [line for value, line in self._callers(function, parameter, index, method) or () if value is DEFAULT]
+
+    def _callers(self, function: str, parameter: str, index: Optional[int],
+                 method: bool) -> Optional[List[Tuple[Any, int]]]:
         key = (function, parameter, index)
         if key in self._arguments:
             return self._arguments[key]
-        found: Optional[List[Any]] = None
+        found: Optional[List[Tuple[Any, int]]] = None
         if self._tree is not None:
-            values: List[Any] = []
+            values: List[Tuple[Any, int]] = []
             for call in self._calls_of(function):
-                if not self._calls_it(call, method):
-                    continue
-                if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                    values.append(UNREAD)
-                    continue
-                given = next((k.value for k in call.keywords if k.arg == parameter), None)
-                if given is None and index is not None and index < len(call.args):
-                    given = call.args[index]
-                if given is None:
-                    values.append(DEFAULT)
-                    self._default_lines.setdefault(key, []).append(call.lineno)
-                    continue
-                value = fold(given, self.own().constants)
-                values.append(UNREAD if value is _MISSING else value)
+                if self._calls_it(call, method):
+                    values.append((self._argument(call, parameter, index), call.lineno))
             found = values or None
         self._arguments[key] = found
         return found
 
-    def default_callers(self, function: str, parameter: str, index: Optional[int], method: bool = False) -> List[int]:
-        """Lines of the calls :meth:`arguments_for` found leaving ``parameter`` out."""
-        self.arguments_for(function, parameter, index, method)
-        return self._default_lines.get((function, parameter, index), [])
+    def _argument(self, call: ast.Call, parameter: str, index: Optional[int]) -> Any:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return UNREAD
+        given = next((k.value for k in call.keywords if k.arg == parameter), None)
+        if given is None and index is not None and index < len(call.args):
+            given = call.args[index]
+        if given is None:
+            return DEFAULT
+        value = fold(given, self.own().constants)
+        return UNREAD if value is _MISSING else value
 
     def _calls_it(self, call: ast.Call, method: bool) -> bool:
         """A call that surely calls the function asked about: ``f(...)`` for a module function;
@@ -975,8 +979,6 @@ class Program:
 #: decorator lines; and the files being read for one (an import cycle must not recurse).
 _DECORATED: Dict[Tuple[str, str, Tuple[int, ...]], Tuple[Optional["RetryPolicy"], Tuple[Tuple[str, str], ...]]] = {}
 _READING: set = set()
-#: Task queues' decorators: calling the task function directly does not retry.
-_TASK_QUEUES = ("celery", "dramatiq")
 
 
 def _decorated_policy(file: Path, display: str,
@@ -1004,7 +1006,7 @@ def _decorated_policy(file: Path, display: str,
         _READING.discard(str(file))
     found = None
     for policy in (report.policies if report is not None and report.policies else ()):
-        if policy.location.line in lines and policy.source not in _TASK_QUEUES:
+        if policy.location.line in lines and policy.source not in TASK_QUEUE_SOURCES:
             # its syntax tree stays behind: only the model travels
             found = policy.with_(anchor=None, inner=(), origins=(f"{display}:{policy.location.line}",))
             break

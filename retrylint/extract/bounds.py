@@ -304,16 +304,16 @@ def _never_holds(test: cst.BaseExpression, env: GuardEnv) -> bool:
     off = (None,) if isinstance(test, cst.Comparison) else (None, 0, False)
     ctx = env.ctx
     bindings = [b for b in ctx.bindings(name) if b.kind != "import"]
+    # (``_NOT_LITERAL`` is in no ``off``: an expression we cannot read never switches a test off)
     if not bindings:
         constant = ctx.module_constant(name.value, name)
-        return constant is not None and _literal(constant) in off and _literal(constant) is not _NOT_LITERAL
+        return constant is not None and _literal(constant) in off
     if len(bindings) == 1 and bindings[0].kind in ("assign", "annassign") and bindings[0].value is not None \
             and not any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in ctx.ancestors(bindings[0].node)):
-        value = _literal(bindings[0].value)  # ``MAX_RETRIES = None``, bound once, at module level
-        return value is not _NOT_LITERAL and value in off
+        return _literal(bindings[0].value) in off  # ``MAX_RETRIES = None``, bound once, at module level
     if len(bindings) != 1 or bindings[0].kind != "param" or bindings[0].value is None:
         return False
-    if _literal(bindings[0].value) not in off or _literal(bindings[0].value) is _NOT_LITERAL:
+    if _literal(bindings[0].value) not in off:
         return False
     values = ctx.parameter_values(bindings[0].node)  # type: ignore[arg-type]
     if not values:

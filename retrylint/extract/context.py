@@ -76,8 +76,6 @@ class ModuleContext:
         self._substitutions: Dict[cst.CSTNode, cst.BaseExpression] = {}
         #: Calls taking their delay from another module's delay strategy → where it is.
         self.strategy_calls: Dict[cst.CSTNode, str] = {}
-        #: Parameters asked about → (function, parameter, index) for :meth:`note_default_used`.
-        self._parameter_keys: Dict[cst.CSTNode, Tuple[str, str, Optional[int], bool]] = {}
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self._scopes = self._resolve(ScopeProvider)
         # Positions are a code-generation pass over the whole module: only a file with a
@@ -463,31 +461,36 @@ class ModuleContext:
         """What this module's callers give a parameter (:meth:`Program.arguments_for`): one entry
         per call, ``DEFAULT`` for a call that leaves it out. None when nothing here calls the
         function (a public API's callers are elsewhere: unknown)."""
+        key = self._parameter_key(param)
+        return self.program.arguments_for(*key) if key is not None else None
+
+    def note_default_used(self, param: cst.Param, use: cst.CSTNode, value: object) -> None:
+        """``explain``: the value a parameter has because a caller here leaves it out."""
+        key = self._parameter_key(param)
+        lines = self.program.default_callers(*key) if key is not None else []
+        if lines:
+            origin = f"default of `{key[0]}({key[1]}=...)`, as called without it"  # type: ignore[index]
+            self.outside_values.append((use, Value(value, origin, self.path, lines[0])))
+
+    def _parameter_key(self, param: cst.Param) -> Optional[Tuple[str, str, Optional[int], bool]]:
+        """(function, parameter, position a caller writes it at or None, is a method) for
+        :meth:`Program.arguments_for`; None for ``self``, ``*args``/``**kwargs``, a lambda's."""
         function = self.parent(self.parent(param))  # Param -> Parameters -> FunctionDef
         if not isinstance(function, cst.FunctionDef):
             return None
         params = function.params
         positional = list(params.posonly_params) + list(params.params)
+        method = self.enclosing_class(function) is not None
         index: Optional[int] = None
         if any(p is param for p in positional):
             index = next(i for i, p in enumerate(positional) if p is param)
-            if self.enclosing_class(function) is not None and positional and positional[0].name.value in ("self", "cls"):
+            if method and positional[0].name.value in ("self", "cls"):
                 if index == 0:
                     return None
                 index -= 1  # ``obj.method(a)``: the caller does not write ``self``
         elif not any(p is param for p in params.kwonly_params):
             return None  # ``*args``/``**kwargs``
-        method = self.enclosing_class(function) is not None
-        self._parameter_keys[param] = (function.name.value, param.name.value, index, method)
-        return self.program.arguments_for(function.name.value, param.name.value, index, method)
-
-    def note_default_used(self, param: cst.Param, use: cst.CSTNode, value: object) -> None:
-        """``explain``: the value a parameter has because a caller here leaves it out."""
-        key = self._parameter_keys.get(param)
-        lines = self.program.default_callers(*key) if key is not None else []
-        if lines:
-            origin = f"default of `{key[0]}({key[1]}=...)`, as called without it"  # type: ignore[index]
-            self.outside_values.append((use, Value(value, origin, self.path, lines[0])))
+        return function.name.value, param.name.value, index, method
 
     def outside_value(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.x``/``cls.x``/``Class.x``/``module.X``/``settings.X`` when the program view

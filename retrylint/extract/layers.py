@@ -32,7 +32,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ..model import CatchKind, RetryLayer, RetryPolicy
+from ..model import TASK_QUEUE_SOURCES, CatchKind, RetryLayer, RetryPolicy
 from ..narrowing import Trigger, Words
 from ..syntax import DEFERRED, call_args, dotted_name, unwrap_await, walk
 from .context import ModuleContext
@@ -265,12 +265,11 @@ class Layers:
             return self._elsewhere(func)
         for decorator in target.decorators:
             policy = self.by_anchor.get(id(decorator.decorator))
-            if policy is not None and policy.source in _TASK_QUEUES:
+            if policy is not None and policy.source in TASK_QUEUE_SOURCES:
                 return None  # a task called directly runs once: a worker's redelivery is what retries it
             if policy is not None:
-                raises = _TENACITY_RAISES if policy.source == "tenacity" and not _reraises(decorator.decorator) else ()
                 line = self.ctx.location(decorator).line
-                return Carried(policy, f"`{target.name.value}` has its own retry decorator (line {line})", raises)
+                return _decorator_carries(policy, decorator, f"`{target.name.value}` has its own retry decorator (line {line})")
         return None
 
     def _definition(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
@@ -304,9 +303,13 @@ class Layers:
 
 
 _TENACITY_RAISES = ("tenacity.RetryError", "tenacity.")
-#: Task-queue retries (celery ``autoretry_for``/``self.retry``, dramatiq): calling the task
-#: function directly does not retry (celery's ``retry()`` re-raises when ``called_directly``).
-_TASK_QUEUES = ("celery", "dramatiq")
+
+
+def _decorator_carries(policy: RetryPolicy, decorator: cst.Decorator, via: str) -> Carried:
+    """The layer a retry decorator adds: a tenacity one without ``reraise=True`` gives up
+    with ``RetryError``, the others re-raise what they retried."""
+    raises = _TENACITY_RAISES if policy.source == "tenacity" and not _reraises(decorator.decorator) else ()
+    return Carried(policy, via, raises)
 
 
 def _reraises(decorator: cst.BaseExpression) -> bool:
@@ -510,10 +513,9 @@ def _stacked_below(policy: RetryPolicy, layers: Layers) -> Iterator[RetryLayer]:
             below = True
             continue
         inner = layers.by_anchor.get(id(decorator.decorator)) if below else None
-        if inner is None or inner is policy or inner.source in _TASK_QUEUES:
+        if inner is None or inner is policy or inner.source in TASK_QUEUE_SOURCES:
             continue
-        raises = _TENACITY_RAISES if inner.source == "tenacity" and not _reraises(decorator.decorator) else ()
-        carried = Carried(inner, f"stacked below it on `{function.name.value}`", raises)
+        carried = _decorator_carries(inner, decorator, f"stacked below it on `{function.name.value}`")
         if retries_failures_of(policy, carried, directly=True):
             yield RetryLayer(function.name.value, ctx.location(decorator), inner, carried.via)
 
