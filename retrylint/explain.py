@@ -213,19 +213,22 @@ def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for report in result.reports:
         for policy in select_sites(report.policies, line):
             sites.append((report.path, policy))
-    for finding in result.findings:
-        if finding.code == "RTY001":
-            err.write(f"retrylint: error: {finding.path}:{finding.location.line}: {finding.message}\n")
-    if not args.quiet:
-        for notice_path, notice in result.notices:
-            err.write(f"retrylint: warning: {notice_path}: {notice}\n")
+    unparsed = [f for f in result.findings if f.code == "RTY001"]
+    for finding in unparsed:
+        err.write(f"retrylint: error: {finding.path}:{finding.location.line}: {finding.message}\n")
+    # A file that was asked about but not analysed is an error here, not a warning as in
+    # ``check``: "no site" would be an answer the run cannot give.
+    for notice_path, notice in result.notices:
+        err.write(f"retrylint: error: {notice_path}: {notice}\n")
+    for error_path, error in result.errors:
+        err.write(f"retrylint: error: {error_path}: {error}\n")
     if args.output_format == "json":
         out.write(json.dumps([to_dict(p, name) for name, p in sites], indent=2, ensure_ascii=False) + "\n")
     else:
-        if not sites and not args.quiet and not result.notices:
+        if not sites and not args.quiet and not (result.notices or unparsed or result.errors):
             where = f"{path}:{line}" if line else path
             out.write(f"no retry site found in {where}\n")
         out.write("\n".join(to_text(p, name) for name, p in sites))
-    if result.errors or any(f.code == "RTY001" for f in result.findings):
+    if result.errors or result.notices or unparsed:
         return EXIT_ERROR
     return EXIT_CLEAN

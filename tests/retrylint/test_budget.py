@@ -87,15 +87,16 @@ def test_explain_keeps_to_the_time_budget(project, run):
     started = time.monotonic()
     code, out, err = run("explain", "many.py", "--file-timeout", "2")
     assert time.monotonic() - started < 20
-    assert err == "retrylint: warning: many.py: could not be analysed in 2 s (the time budget per file: --file-timeout)\n"
-    assert out == "" and code == 0  # not "no retry site found": it was not looked at
+    assert err == "retrylint: error: many.py: could not be analysed in 2 s (the time budget per file: --file-timeout)\n"
+    # Not "no retry site found", and not exit 0: the file asked about was not looked at.
+    assert out == "" and code == 2
 
 
 def test_explain_of_a_line_keeps_to_the_time_budget_and_json_stays_json(project, run):
     _many(project)
     code, out, err = run("explain", "many.py:7:9", "--file-timeout", "2", "--output-format", "json")
     assert "could not be analysed in 2 s" in err and "Traceback" not in err
-    assert out == "[]\n"
+    assert out == "[]\n" and code == 2
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory budget is RLIMIT_AS, on Linux")
@@ -103,8 +104,23 @@ def test_explain_keeps_to_the_memory_budget(project, run):
     project.write("literal.py", "import tenacity\nx = tenacity.Retrying(retry=tenacity.retry_if_exception_type(("
                   + ", ".join(str(i) for i in range(100_000)) + ")))\n")
     code, out, err = run("explain", "literal.py", "--file-memory", "200")
-    assert err.startswith("retrylint: warning: literal.py: could not be analysed within 200 MB of memory")
-    assert err.count("\n") == 1 and "memory allocation" not in err
+    assert err.startswith("retrylint: error: literal.py: could not be analysed within 200 MB of memory")
+    assert err.count("\n") == 1 and "memory allocation" not in err and code == 2
+
+
+def test_explain_of_a_file_with_a_syntax_error_says_only_that(project, run):
+    project.write("bad.py", "def f(:\n    pass\n")
+    code, out, err = run("explain", "bad.py")
+    assert code == 2 and out == ""  # not "no retry site found": it could not be read
+    assert err == "retrylint: error: bad.py:1: SyntaxError: invalid syntax\n"
+
+
+def test_explain_of_a_folder_shows_the_sites_it_could_analyse_and_exits_2(project, run):
+    _many(project)
+    project.write("app.py", FIXED_FOREVER)
+    code, out, err = run("explain", ".", "--file-timeout", "2")
+    assert code == 2 and "could not be analysed in 2 s" in err
+    assert "bound:       forever" in out  # app.py was still explained
 
 
 def test_explain_within_the_budget_is_unchanged(project, run):
