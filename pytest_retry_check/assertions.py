@@ -51,7 +51,16 @@ def _fail(check: str, problem: str, traces: Sequence[Trace]) -> RetryCheckFailed
     body = "".join(t.schedule() for t in traces[:3])
     if len(traces) > 3:
         body += f"(+{len(traces) - 3} more runs)\n"
-    return RetryCheckFailed(f"retry check '{check}' failed: {problem}\n{body}{swallowed_note([t.error for t in traces])}")
+    return RetryCheckFailed(f"retry check '{check}' failed: {problem}\n{body}{swallowed_note([t.error for t in traces])}{_real_clock_note()}")
+
+
+def _real_clock_note() -> str:
+    # The run may have gone on past a deadline computed from a real clock (it never came).
+    from .clock import current_clock
+
+    clock = current_clock()
+    note = clock.real_clock_note() if clock is not None else None
+    return f"note: {note}\n" if note else ""
 
 
 NEVER_CALLED = (

@@ -268,6 +268,7 @@ class FakeClock(Timeline):
         #: one set per session); code objects whose frames were already looked at.
         self.captured_reported: set = set()
         self._scanned_code: set = set()
+        self._watch: Any = None  # a RealClockWatch once needed
 
     # -- activation -------------------------------------------------------------------------
     @property
@@ -319,7 +320,29 @@ class FakeClock(Timeline):
             scan.namespace(module)
         if frame is not None:
             scan.frames(frame, self._scanned_code)
+        if scan.clock_found:  # its deadlines would never come: watch for it being read
+            self.watch_real_clocks()
         return list(zip(scan.keys, scan.found))
+
+    def watch_real_clocks(self) -> None:
+        """From now on, notice the code on this thread reading a real clock function captured
+        before the clock started (see :class:`~pytest_retry_check.realtime.RealClockWatch`); a guard
+        trip or a failed check then says so. Done by the clock itself when a guard is half way to
+        tripping or a scan found a captured clock."""
+        if not self.active:
+            return
+        if self._watch is None:
+            from .realtime import RealClockWatch
+
+            self._watch = RealClockWatch(self.virtual_elapsed, IGNORED_MODULES + ("freezegun",))
+        self._watch.install()
+
+    nearing_guard = watch_real_clocks
+
+    def real_clock_note(self) -> Optional[str]:
+        """When the code read a real clock while virtual time ran far ahead of real time: what it
+        read, where, where the function is held and what to change; else None."""
+        return None if self._watch is None else self._watch.note()
 
     def warn_captured(self, found: List[Tuple[str, str]], stacklevel: int = 3) -> None:
         """Warn (``CapturedClockWarning``) about the places in ``found`` not reported yet."""
@@ -351,6 +374,8 @@ class FakeClock(Timeline):
             if _active[-1] is not self:
                 raise RuntimeError("fake clocks must be stopped in the reverse order of starting them")
             _active.pop()
+            if self._watch is not None:
+                self._watch.uninstall()
             if self._random_state is not None:
                 random.setstate(self._random_state)
                 self._random_state = None
@@ -411,6 +436,11 @@ class FakeClock(Timeline):
             import datetime
 
             self._factory.tick(datetime.timedelta(microseconds=delta_us))
+
+    def reset(self) -> None:
+        super().reset()
+        if self._watch is not None:
+            self._watch.clear()
 
     @contextlib.contextmanager
     def real_waits(self) -> Iterator[None]:

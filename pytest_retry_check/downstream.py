@@ -530,6 +530,8 @@ class FakeDownstream:
             at = clock.now()
             if number > self.max_calls:
                 raise self._trip(clock, number)
+            if number * 2 >= self.max_calls:
+                clock.nearing_guard()
             self._check_real_time(clock, number, at)
             route = match_route(self.routes, method or "GET", path) if self.routes and path else None
             if route is None:

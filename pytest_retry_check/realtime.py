@@ -193,6 +193,8 @@ class CapturedScan:
         #: What to show, and the place each names (what is reported once).
         self.found: List[str] = []
         self.keys: List[str] = []
+        #: A real clock (not only a sleep) was found.
+        self.clock_found = False
         self._seen: set = set()
 
     def _hit(self, value: Any, where: str, held: str = "") -> bool:
@@ -202,6 +204,8 @@ class CapturedScan:
         if name is None:
             return False
         key = f"{where} is the real {name}"
+        if not name.endswith("sleep"):
+            self.clock_found = True
         if key not in self.keys:
             self.keys.append(key)
             self.found.append(f"{where}{held} is the real {name}")
@@ -345,3 +349,113 @@ def captured_message(found: Sequence[str]) -> str:
         "-W error::pytest_retry_check.CapturedClockWarning."
     )
     return "\n".join(lines)
+
+
+# -- a real clock read while virtual time runs --------------------------------------------------
+class RealClockWatch:
+    """Notices the code under test calling a real clock function (one captured before the fake
+    clock started, which the patches cannot reach) while virtual time runs.
+
+    A deadline computed from such a clock (``deadline = clock() + 30``, ``while clock() <
+    deadline``) never comes: virtual time passes, the real clock hardly moves, and only the
+    guard stops the loop. The watch is a profile hook (``sys.setprofile``, which sees every call
+    of a built-in function) on the threads it is installed on; it costs, so the fake clock
+    installs it only when needed: once a guard is half way to tripping, or when a scan found a
+    captured real clock. It leaves alone a thread that already has a profile function.
+    """
+
+    def __init__(self, virtual: Any, skip: Tuple[str, ...]) -> None:
+        #: Virtual seconds elapsed (never reset), and module prefixes whose reads are not judged.
+        self.virtual, self.skip = virtual, skip
+        self.active = True
+        self._clocks = {id(f): (f, f"{getattr(f, '__module__', None) or 'time'}.{f.__name__}") for f in REAL_CLOCKS}
+        self._installed: Dict[int, Any] = {}
+        self.clear()
+
+    def clear(self) -> None:
+        #: name -> [count, call sites (up to 3)]; the places where the functions read are held.
+        self.reads: Dict[str, List[Any]] = {}
+        self.held: List[str] = []
+        self.first: Optional[Tuple[float, float]] = None  # (real, virtual) at the first read
+        self._sites: set = set()
+
+    def install(self) -> bool:
+        """Watch the calling thread; False when it cannot (another profile function is set)."""
+        import threading
+
+        thread = threading.get_ident()
+        if thread in self._installed:
+            return True
+        current = sys.getprofile()
+        if not self.active or (current is not None and not isinstance(getattr(current, "__self__", None), RealClockWatch)):
+            return False  # a profiler is running (an earlier clock's stale hook is replaced)
+        self._installed[thread] = True
+        sys.setprofile(self._hook)
+        return True
+
+    def uninstall(self) -> None:
+        """Stop watching (the calling thread's hook goes now, another thread's at its next call)."""
+        import threading
+
+        self.active = False
+        if self._installed.pop(threading.get_ident(), None) and sys.getprofile() == self._hook:
+            sys.setprofile(None)
+
+    def _hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if event != "c_call":
+            return
+        if not self.active:
+            sys.setprofile(None)
+            return
+        entry = self._clocks.get(id(arg))
+        if entry is not None and entry[0] is arg:
+            name = entry[1]
+        elif type(arg) is types.BuiltinFunctionType and arg.__name__ in _DATETIME_READERS and any(arg.__self__ is c for c in _DATETIME_CLASSES):
+            name = f"{arg.__self__.__module__}.{arg.__self__.__name__}.{arg.__name__}"
+        else:
+            return
+        if (frame.f_globals.get("__name__") or "").startswith(self.skip):
+            return
+        if self.first is None:
+            self.first = (_wall(), self.virtual())
+        read = self.reads.setdefault(name, [0, []])
+        read[0] += 1
+        site = (frame.f_code, frame.f_lineno)
+        if site not in self._sites and len(self._sites) < 20:
+            self._sites.add(site)
+            if len(read[1]) < 3:
+                from .timeline import _describe
+
+                read[1].append(_describe(frame))
+            scan = CapturedScan()
+            scan.frames(frame, set(), limit=6)
+            self.held.extend(text for text in scan.found if text not in self.held)
+
+    def note(self) -> Optional[str]:
+        """What to add to a guard trip or a failed check: the real clock reads, where the
+        functions are held, and the fix; None unless a real clock was read while virtual time
+        moved at least 1 s and ten times as far as real time."""
+        if not self.reads or self.first is None:
+            return None
+        real, virtual = _wall() - self.first[0], self.virtual() - self.first[1]
+        if virtual < 1.0 or virtual < 10 * real:
+            return None
+        reads = "; ".join(f"{name} {count} time(s), at {', '.join(sites)}" for name, (count, sites) in self.reads.items())
+        first = next(iter(self.reads))
+        lines = [
+            f"the code under test read a real clock while virtual time ran ({reads}); virtual time moved "
+            f"{virtual:.3f} s and real time {real:.3f} s since the first read.",
+            "The function was captured before the fake clock started (a default argument, a class or object attribute, "
+            "a dataclass default or default_factory bound at import), which the fake clock cannot reach: a deadline "
+            "computed from it (deadline = clock() + timeout; while clock() < deadline) never comes on virtual time.",
+        ]
+        held = self.held or holders(REAL_CLOCKS, limit=3)
+        if held:
+            more = f" (and {len(held) - 4} more)" if len(held) > 4 else ""
+            lines.append("real clock functions held at: " + "; ".join(held[:4]) + more)
+        lines.append(
+            f"fix: read the clock when it is called ({first}() inside the function, default_factory=lambda: {first}(), "
+            f"def f(clock=None): clock = clock or {first}), or build the object inside the test after the fake clock "
+            "started; the deadline then expires on virtual time."
+        )
+        return "\n".join(lines)

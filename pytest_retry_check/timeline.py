@@ -106,10 +106,11 @@ class RealSleepDetected(RetryGuardTripped):
 
 
 class RealClockCaptured(RetryGuardTripped):
-    """A real clock or sleep function captured before the fake clock started was found by a
-    fake downstream while ``CapturedClockWarning`` is turned into an error
-    (``-W error::pytest_retry_check.CapturedClockWarning``). A ``BaseException`` so that the
-    retry loop under test cannot swallow it."""
+    """A real clock or sleep function captured before the fake clock started: found by a fake
+    downstream while ``CapturedClockWarning`` is turned into an error
+    (``-W error::pytest_retry_check.CapturedClockWarning``), or read by the code under test when
+    a guard tripped (a deadline computed from it never came on virtual time). A
+    ``BaseException`` so that the retry loop under test cannot swallow it."""
 
 
 @dataclass(frozen=True)
@@ -329,6 +330,8 @@ class Timeline:
             self.sleeps.append(record)
             if advance:
                 self._advance_us(_to_us(seconds))
+            if record.number * 2 >= self.max_sleeps or (record.at + seconds) * 2 >= self.max_virtual_time:
+                self.nearing_guard()
             return record
 
     def cut_short(self, record: SleepRecord) -> None:
@@ -367,10 +370,24 @@ class Timeline:
             self.tripped = None
 
     # -- the guard --------------------------------------------------------------------------
+    def nearing_guard(self) -> None:
+        """Called once a guard is half way to tripping (sleeps, virtual time, a downstream's
+        calls): a :class:`~pytest_retry_check.clock.FakeClock` starts watching for real clock reads."""
+
+    def real_clock_note(self) -> Optional[str]:
+        """Why a limit was reached if not for a missing bound (a FakeClock: the code read a real
+        clock captured before the clock started, so its deadline never came); None."""
+        return None
+
     def trip(self, reason: str, *, pending: Optional[SleepRecord] = None, extra: str = "", hint: Optional[str] = None) -> RetryGuardTripped:
         """Build (and remember) the guard's exception; the caller raises it. ``hint`` (default
         ``self.hint``) says which knob raises the limit that tripped."""
         records = list(self.sleeps) + ([pending] if pending is not None else [])
+        cause = self.real_clock_note()
+        if cause is not None:  # raising the limit would not help: say what would
+            message = f"retry guard: {reason}, but not for want of a bound: {cause}\n{extra}{format_schedule(records)}"
+            self.tripped = raised(RealClockCaptured, message)
+            return self.tripped
         message = (
             f"retry guard: {reason}; the code under test looks like it retries forever.\n"
             f"{hint if hint is not None else self.hint}\n"
