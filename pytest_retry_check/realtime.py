@@ -185,8 +185,28 @@ def _is_project_module(name: Optional[str]) -> bool:
     return result
 
 
+#: How far the scan looks into what a global or local names (an object's attribute, an item of a
+#: container, a function's default or closed-over variable: one level each), and how many objects
+#: it opens per scan at most: bounded, however big the objects under test are.
+SCAN_DEPTH = 4
+SCAN_BUDGET = 2000
+#: At most this many other modules of the code under test's packages are looked at.
+SCAN_PACKAGE_MODULES = 100
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
+
+
+def _is_stdlib_class(cls: type) -> bool:
+    return (getattr(cls, "__module__", None) or "").partition(".")[0].lstrip("_") in _STDLIB or (getattr(cls, "__module__", None) or "").partition(".")[0] in _STDLIB
+
+
+def _is_test_module(name: str) -> bool:
+    return any(part.startswith(("test", "conftest")) for part in name.split("."))
+
+
 class CapturedScan:
-    """Looks one level into objects for real clock/sleep functions and says where each is held."""
+    """Looks into objects (up to ``SCAN_DEPTH`` levels, ``SCAN_BUDGET`` objects) for real
+    clock/sleep functions and says where each is held."""
 
     def __init__(self) -> None:
         self.reals = _real_functions()
@@ -196,6 +216,7 @@ class CapturedScan:
         #: A real clock (not only a sleep) was found.
         self.clock_found = False
         self._seen: set = set()
+        self.budget = SCAN_BUDGET
 
     def _hit(self, value: Any, where: str, held: str = "") -> bool:
         """``held``: how it was reached (shown, but not part of the place: the same attribute
@@ -218,24 +239,41 @@ class CapturedScan:
         self._seen.add(key)
         return True
 
-    def function(self, func: Any, label: str) -> None:
-        """Default arguments and closed-over variables of a function of the project."""
+    def _open(self, value: Any) -> bool:
+        """True the first time ``value`` is opened, while the budget lasts."""
+        if self.budget <= 0 or not self._once(value):
+            return False
+        self.budget -= 1
+        return True
+
+    def function(self, func: Any, label: str, where: str = "", depth: int = SCAN_DEPTH) -> None:
+        """Default arguments and closed-over variables of a function of the project; below
+        ``depth``, what they hold and the function's own attributes (``fetch.retry``, the
+        ``Retrying`` of ``@tenacity.retry``; ``__wrapped__``)."""
         func = getattr(func, "__func__", func)  # staticmethod / classmethod / bound method
-        if not isinstance(func, types.FunctionType) or not self._once(func):
+        if not isinstance(func, types.FunctionType) or not self._open(func):
             return
         code = func.__code__
+        deeper = depth < SCAN_DEPTH
+        for name, value in list(getattr(func, "__dict__", {}).items()):
+            if name == "__wrapped__":
+                if deeper and isinstance(value, types.FunctionType) and _is_project_module(value.__module__):
+                    self.function(value, label, where, depth + 1)
+            elif deeper and not self._hit(value, f"the attribute .{name} of {label}()"):
+                self._value(value, f"{where or label}.{name}", depth + 1)
+        held: List[Tuple[str, Any]] = []
         if func.__defaults__:
             names = code.co_varnames[: code.co_argcount][-len(func.__defaults__):]
-            for name, value in zip(names, func.__defaults__):
-                self._hit(value, f"the default of argument {name!r} of {label}()")
-        for name, value in (func.__kwdefaults__ or {}).items():
-            self._hit(value, f"the default of argument {name!r} of {label}()")
+            held.extend((f"the default of argument {name!r} of {label}()", value) for name, value in zip(names, func.__defaults__))
+        held.extend((f"the default of argument {name!r} of {label}()", value) for name, value in (func.__kwdefaults__ or {}).items())
         for name, cell in zip(code.co_freevars, func.__closure__ or ()):
             try:
-                value = cell.cell_contents
+                held.append((f"the variable {name!r} closed over by {label}()", cell.cell_contents))
             except ValueError:
                 continue
-            self._hit(value, f"the variable {name!r} closed over by {label}()")
+        for place, value in held:
+            if not self._hit(value, place) and deeper:
+                self._value(value, place, depth + 1)
 
     def cls(self, klass: type) -> None:
         """Class attributes, dataclass ``default_factory`` values and method defaults of a project class."""
@@ -253,52 +291,76 @@ class CapturedScan:
                 self.function(value, f"{label}.{name}")
 
     def value(self, value: Any, where: str) -> None:
-        """``value`` held at ``where`` (a global, a local): itself, or one level inside it."""
+        """``value`` held at ``where`` (a global, a local): itself, or what it holds."""
         try:
-            self._value(value, where)
+            self._value(value, where, 0)
         except Exception:  # a proxy whose __dict__ or attributes raise: not ours to judge
             pass
 
-    def _value(self, value: Any, where: str) -> None:
-        if self._hit(value, where):
+    def _value(self, value: Any, where: str, depth: int) -> None:
+        if self._hit(value, where) or isinstance(value, (types.ModuleType, types.BuiltinFunctionType, str, bytes, int, float, complex, bool, type(None))):
             return
+        deeper = depth < SCAN_DEPTH
         if isinstance(value, type):
             self.cls(value)
         elif isinstance(value, types.FunctionType):
             if _is_project_module(value.__module__):
-                self.function(value, f"{value.__module__}.{value.__qualname__}")
+                self.function(value, f"{value.__module__}.{value.__qualname__}", where, depth)
+        elif isinstance(value, types.MethodType):
+            self._value(value.__func__, where, depth)
+            if deeper:
+                self._value(value.__self__, f"{where}.__self__", depth + 1)
         elif isinstance(value, functools.partial):
             self._hit(value.func, f"functools.partial held at {where}")
             for item in (*value.args, *value.keywords.values()):
                 self._hit(item, f"an argument of functools.partial held at {where}")
-        elif isinstance(value, (list, tuple, set, frozenset)) and len(value) <= 100:
-            for item in value:
-                self._hit(item, f"an item of {where}")
-        elif isinstance(value, dict) and len(value) <= 100:
-            for key, item in list(value.items()):
-                self._hit(item, f"{where}[{key!r}]")
-        elif not isinstance(value, (types.ModuleType, types.BuiltinFunctionType, types.MethodType, str, bytes, int, float)):
-            self.instance(value, where)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            if len(value) <= 100 and self._open(value):
+                for index, item in enumerate(value):
+                    if not self._hit(item, f"an item of {where}") and deeper:
+                        self._value(item, f"{where}[{index}]" if isinstance(value, (list, tuple)) else f"an item of {where}", depth + 1)
+        elif isinstance(value, dict):
+            if len(value) <= 100 and self._open(value):
+                for key, item in list(value.items()):
+                    if not self._hit(item, f"{where}[{key!r}]") and deeper:
+                        self._value(item, f"{where}[{key!r}]", depth + 1)
+        else:
+            self.instance(value, where, depth)
 
-    def instance(self, obj: Any, where: str) -> None:
-        if not self._once(obj):
-            return
+    def instance(self, obj: Any, where: str, depth: int = SCAN_DEPTH) -> None:
+        """An object's attributes; below ``depth``, what they hold. Objects of the standard
+        library are only looked at, not into (a logger, a lock, a socket hold no clock of yours)."""
         cls = type(obj)
+        if (getattr(cls, "__module__", None) or "").startswith(_LIBRARY_PREFIXES) or not self._open(obj):
+            return  # the fake clock's own objects (and pytest's) hold the real functions on purpose
+        attrs: Dict[str, Any] = {}
         try:
-            attrs = vars(obj)
+            attrs = dict(vars(obj))
         except TypeError:
-            attrs = None
-        if isinstance(attrs, dict):
-            owner = f"{cls.__module__}.{cls.__qualname__}"
-            for name, value in list(attrs.items()):
-                if name == "__wrapped__":
-                    continue
-                if not self._hit(value, f"the attribute .{name} of a {owner} object", f" ({where})") and isinstance(value, functools.partial):
-                    self._hit(value.func, f"functools.partial in the attribute .{name} of a {owner} object", f" ({where})")
+            pass
+        for klass in cls.__mro__:
+            for slot in getattr(klass, "__dict__", {}).get("__slots__", ()) or ():
+                if isinstance(slot, str) and slot not in attrs and not slot.startswith("__"):
+                    try:
+                        attrs[slot] = getattr(obj, slot)
+                    except AttributeError:
+                        continue
+        deeper = depth < SCAN_DEPTH and not _is_stdlib_class(cls)
+        owner = f"{cls.__module__}.{cls.__qualname__}"
+        for name, value in attrs.items():
+            if name == "__wrapped__":
+                continue
+            if self._hit(value, f"the attribute .{name} of a {owner} object", f" ({where})"):
+                continue
+            if isinstance(value, functools.partial):
+                self._hit(value.func, f"functools.partial in the attribute .{name} of a {owner} object", f" ({where})")
+            elif deeper:
+                self._value(value, f"{where}.{name}", depth + 1)
         self.cls(cls)
 
     def namespace(self, module: types.ModuleType) -> None:
-        """A module's globals, and one hop into the project modules and objects they name."""
+        """A module's globals, the project modules they name and the other loaded modules of
+        those modules' packages (the code under test's module state), tests excepted."""
         if not self._once(module):
             return
         hops: List[types.ModuleType] = []
@@ -313,6 +375,15 @@ class CapturedScan:
             home = sys.modules.get(getattr(value, "__module__", None) or "") if isinstance(value, (type, types.FunctionType)) else None
             if home is not None and home is not module and _is_project_module(home.__name__):
                 hops.append(home)
+        packages = {other.__name__.partition(".")[0] for other in hops}
+        if packages:
+            count = 0
+            for name, other in list(sys.modules.items()):
+                if count >= SCAN_PACKAGE_MODULES:
+                    break
+                if name.partition(".")[0] in packages and isinstance(other, types.ModuleType) and not _is_test_module(name) and _is_project_module(name):
+                    hops.append(other)
+                    count += 1
         for other in hops:
             if self._once(other):
                 for name, value in list(vars(other).items()):
