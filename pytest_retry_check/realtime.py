@@ -464,6 +464,14 @@ class RealClockWatch:
         sys.setprofile(self._hook)
         return True
 
+    def pause(self) -> None:
+        """Stop watching the calling thread for now (``install`` resumes), and forget the reads."""
+        import threading
+
+        if self._installed.pop(threading.get_ident(), None) and sys.getprofile() == self._hook:
+            sys.setprofile(None)
+        self.clear()
+
     def uninstall(self) -> None:
         """Stop watching (the calling thread's hook goes now, another thread's at its next call)."""
         import threading

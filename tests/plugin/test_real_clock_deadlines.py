@@ -140,3 +140,22 @@ def test_a_deadline_on_the_fake_clock_is_not_blamed(fake_clock):
         client.fetch(FakeDownstream(then=503))
     assert fake_clock.now() == pytest.approx(30.0)
     assert fake_clock.real_clock_note() is None
+
+
+def test_the_watch_runs_only_from_half_way_to_the_guard_and_stops_on_reset():
+    import sys
+
+    clock = FakeClock(max_sleeps=10)
+    clock.watch_on_scan = False  # this module holds captured clocks on purpose
+    with clock:
+        for _ in range(4):
+            time.sleep(1)
+        assert sys.getprofile() is None
+        time.sleep(1)  # the fifth of ten: half way
+        assert sys.getprofile() is not None
+        clock.reset()  # the herd check's next client: not watched until half way again
+        assert sys.getprofile() is None
+        for _ in range(5):
+            time.sleep(1)
+        assert sys.getprofile() is not None
+    assert sys.getprofile() is None
