@@ -66,7 +66,14 @@ def httpx_handler(downstream: "FakeDownstream", request: Any) -> Any:
     record, status, headers, data = answer_path(downstream, request.method, path, timeout, timed_out, request.headers, request.read())
     if record.outcome.kind == "drop":
         raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
-    return httpx.Response(status, headers=headers, content=data, request=request)
+    # What Response(content=data) makes (the same headers, in the same order, the body read),
+    # built directly: content= costs ~7 us a response in httpx's type checks (a tenth of the
+    # herd check of 2,000 httpx clients).
+    raw = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+    raw.append((b"Content-Length", str(len(data)).encode()))
+    response = httpx.Response(status, headers=raw, stream=httpx.ByteStream(data), request=request)
+    response.read()
+    return response
 
 
 def httpx_transport(downstream: "FakeDownstream") -> Any:

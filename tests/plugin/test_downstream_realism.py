@@ -219,3 +219,22 @@ def test_two_thousand_sync_clients_take_under_three_seconds():
     elapsed = real_monotonic() - started
     assert report.clients == 2000 and report.passed, report.problems
     assert elapsed < 3.0, f"{elapsed:.2f} s"
+
+
+def test_the_httpx_transport_answers_as_response_content_would(fake_clock, fake_downstream):
+    # The transport builds its httpx.Response directly (faster than content=): the same headers
+    # in the same order, the body already read, for a sync and an async client.
+    ds = fake_downstream(outcomes=[rate_limited(retry_after=30)], then="ok")
+    with httpx.Client(transport=ds.httpx_transport()) as client:
+        limited = client.get("https://orders.example.com/orders/42")
+        ok = client.get("https://orders.example.com/orders/42")
+    assert list(limited.headers.items()) == [("content-type", "application/json"), ("retry-after", "30"), ("content-length", str(len(limited.content)))]
+    assert limited.status_code == 429 and limited.json()["call"] == 1
+    assert list(ok.headers.items()) == [("content-type", "application/json"), ("content-length", str(len(ok.content)))]
+    assert ok.json() == {"ok": True, "call": 2} and ok.is_stream_consumed
+
+    async def fetch():
+        async with httpx.AsyncClient(transport=ds.httpx_transport()) as client:
+            return await client.get("https://orders.example.com/orders/42")
+
+    assert asyncio.run(fetch()).json() == {"ok": True, "call": 3}
