@@ -197,7 +197,7 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 
 
 def _is_stdlib_class(cls: type) -> bool:
-    return (getattr(cls, "__module__", None) or "").partition(".")[0].lstrip("_") in _STDLIB or (getattr(cls, "__module__", None) or "").partition(".")[0] in _STDLIB
+    return (getattr(cls, "__module__", None) or "").partition(".")[0] in _STDLIB  # "_thread" and the like included
 
 
 def _is_test_module(name: str) -> bool:
