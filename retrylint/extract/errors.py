@@ -50,6 +50,8 @@ NOT_YET_NAMES = frozenset(
         "SSLWantWriteError", "WantReadError", "WantWriteError", "WantX509LookupError", "GeneratorExit",
         "KeyboardInterrupt", "SystemExit", "CancelledError", "BLOCKING_IO_ERRORS", "BLOCKING_IO_READ_ERROR",
         "BLOCKING_IO_WRITE_ERROR", "BLOCKING_IO_LOOKUP_ERROR",
+        # botocore: a waiter run for one attempt (``MaxAttempts=1``) raises it while the state is not reached
+        "WaiterError",
     }
 )
 

@@ -62,12 +62,13 @@ from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_outcomes
+from .polls import awaits_a_state, loops_until_a_state, waits_by_name
 from .status import ALL_STATUSES, mentions_status, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
-from .same_operation import AttemptReads, alternative_input, bookkeeping, changed_on_path, creates_missing, populates_missing
+from .same_operation import AttemptReads, alternative_input, asks_for_a_repair, bookkeeping, changed_on_path, creates_missing, populates_missing
 from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
 
 _PROMPTS = frozenset({"input", "raw_input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "typer.confirm"})
@@ -201,6 +202,8 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     counters.update(counted)
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
     delay, delay_location, immediate, delay_anchor = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
+    if _polls(loop, retry_trys, status, delay, immediate, ctx, result_names):
+        return None
     errors = _errors(retry_trys, ctx, counters)
     statuses = _statuses(status, retry_trys, ctx)
 
@@ -225,6 +228,26 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         operation=ctx.code(operation.func) if isinstance(operation, cst.Call) else "",
         is_async=any(isinstance(n, cst.Await) for n in walk_local(loop.body))
         or bool(isinstance(loop, cst.For) and loop.asynchronous),
+    )
+
+
+def _polls(
+    loop: cst.CSTNode, retry_trys: List[TryAnalysis], status: Optional[StatusSite], delay: Delay,
+    immediate: Tuple[str, ...], ctx: ModuleContext, result_names: FrozenSet[str],
+) -> bool:
+    """A wait-for-state poll or readiness wait whose failures go round at a pace of their own
+    (see :mod:`.polls`)."""
+    if delay.kind is DelayKind.NONE or immediate:
+        return False  # a hot failure path while the poll sleeps is a retry: RTY201
+    if waits_by_name(loop, ctx) and delay.kind is DelayKind.FIXED:
+        # A readiness wait goes round at the poll's own fixed pace; one whose delay grows was
+        # written as a retry schedule (``wait_until_ready`` backing off ``2 ** attempt``).
+        return True
+    if status is not None:
+        return False  # a failed HTTP status going round is a retry
+    return loops_until_a_state(loop, result_names) or any(
+        awaits_a_state(statements(t.node.body) + statements(t.node.orelse) + list(t.rest), ctx, result_names)
+        for t in retry_trys
     )
 
 
@@ -549,6 +572,8 @@ def _same_operation_again(
             return replace(analysis, retrying=[])  # each pass takes the next candidate
     if alternative_input(reads, operation, loop, ctx):
         return replace(analysis, retrying=[])  # each pass takes the next host, a new random id
+    if asks_for_a_repair(analysis.node.body, ctx):
+        return replace(analysis, retrying=[])  # ``fixed = fix_chain.invoke(...)``: each pass repairs
     kept = [
         h for h in analysis.retrying
         if changed_on_path(regions_of[id(h.node)], reads) is None
@@ -990,12 +1015,15 @@ def _one_shot(node: cst.If, ctx: ModuleContext) -> bool:
 
 
 def _one_shot_flag(node: cst.If, writes: Dict[str, List[Binding]]) -> bool:
-    """``if not retry: raise`` with ``retry = False`` in the loop: one retry, then give up."""
+    """``if not retry: raise`` with ``retry = False`` in the loop: one retry, then give up.
+
+    A flag the loop sets both ways (``failure = False`` each pass, ``failure = True`` in the
+    handler) says how this pass went, not that the retry was spent."""
     for name in {n for n in _names(node.test)}:
         bindings = writes.get(name, [])
         if bindings and all(
             isinstance(b.value, cst.Name) and b.value.value in ("False", "None", "True") for b in bindings
-        ):
+        ) and len({b.value.value for b in bindings}) == 1:
             body, orelse = if_branches(node)
             return any(b is not None and outcomes(b) & EXITS for b in (body, orelse))
     return False

@@ -295,6 +295,13 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
         if not exits and not guards_call:
             continue
         mentioned = {n.split(".")[0] for n in _names(node.test)} | set(_names(node.test))
+        if guards_call and _guard_made_false(node, call, ctx):
+            # ``if cwd not in sys.path: sys.path.insert(0, cwd); return load(path)``: the repair
+            # makes its own guard false, so the call runs again at most once.
+            attempts = 2.0 if attempts is None else _tighter_num(attempts, 2.0)
+            texts.append("once: if " + ctx.code(node.test))
+            checked = True
+            continue
         if guards_call and any(roles.get(m) == "const" and _flips_default(func, call, m) for m in mentioned):
             # ``if retry and …: return f(retry=False)`` under ``retry=True``: exactly one retry.
             attempts = 2.0 if attempts is None else _tighter_num(attempts, 2.0)
@@ -381,6 +388,26 @@ def _before(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> c
 
 def _tighter_num(a: Num, b: float) -> Num:
     return min(float(a), b) if known(a) else b  # type: ignore[arg-type]
+
+
+#: Calls that put an item into a container: ``sys.path.insert(0, d)``, ``seen.add(k)``.
+_ADDS = frozenset({"insert", "append", "add", "extend", "appendleft", "setdefault", "update"})
+
+
+def _guard_made_false(guard: cst.If, call: cst.Call, ctx: ModuleContext) -> bool:
+    """``if item not in container:`` whose branch puts ``item`` into ``container`` before ``call``."""
+    test = guard.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.NotIn)):
+        return False
+    item, container = ctx.code(test.left), ctx.code(test.comparisons[0].comparator)
+    call_line = ctx.location(call).line
+    for node in walk(guard.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _ADDS:
+            if ctx.code(node.func.value) == container and any(ctx.code(a.value) == item for a in node.args):
+                if ctx.location(node).line < call_line:
+                    return True
+    return False
 
 
 def _flag_set_before_call(guard: cst.If, call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> bool:

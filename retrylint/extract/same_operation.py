@@ -200,6 +200,21 @@ def _calls_alternative(call: cst.Call) -> bool:
     return bool(_ALTERNATIVE_CALL.match(name)) or name in ("pop", "popleft")
 
 
+#: A call named for repairing: ``self.gremlin_fix_chain.invoke(...)``, ``self._repair(doc)``.
+_REPAIR_WORDS = frozenset({"fix", "fixer", "repair", "heal"})
+
+
+def asks_for_a_repair(attempt: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """The attempt first asks something to repair the input (an LLM "fix chain" rewriting a
+    query that failed): each pass sends what the repair made, not the same input again."""
+    for node in walk(attempt, skip=DEFERRED):
+        if isinstance(node, cst.Call):
+            name = dotted_name(node.func) or ""
+            if any(word.lower() in _REPAIR_WORDS for part in name.split(".") for word in _WORDS.findall(part)):
+                return True
+    return False
+
+
 def creates_missing(region: cst.CSTNode, before_line: Optional[int], ctx: ModuleContext) -> bool:
     """The failure path calls ``create_table(...)``/``os.makedirs(...)`` (before ``before_line``)."""
     for call in statement_calls(region):  # a step of the path, not ``raise make_error(e)``

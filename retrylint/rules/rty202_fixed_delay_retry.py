@@ -176,6 +176,22 @@ class FixedDelayRetry(Rule):
             """,
             "a delay variable doubled in the loop grows",
         ),
+        Valid(
+            """
+            import time
+            def wait_available(client, cluster_id):
+                while True:
+                    try:
+                        status = client.describe_cluster(cluster_id)["Status"]
+                    except ConnectionError:
+                        time.sleep(10)
+                        continue
+                    if status == "available":
+                        return
+                    time.sleep(10)
+            """,
+            "a wait-for-state poll whose failures go round at the poll's own pace is polling",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..model import CatchKind, RetryPolicy
+from ..model import CatchKind, RetryPolicy, known
 from ..settings import Settings
 from .base import Diagnostic, Invalid, Rule, Valid
 
@@ -18,7 +18,10 @@ class RetryOnAnyException(Rule):
     in the handler that looks at the exception (`isinstance(e, …)`, its status
     code, an `is_retryable(e)` call) and re-raises or returns before retrying.
 
-    The finding is reported on the `except` clause.
+    The finding is reported on the `except` clause. A hand-written retry of
+    at most two attempts (one resend, typically after a repair: a token
+    refreshed, a connection reopened, a path added) is not reported, as for
+    RTY201: it can at most double the calls a permanent error costs.
 
     ## Why is this bad?
     Only transient failures deserve a retry. A catch-all also retries bad
@@ -52,6 +55,21 @@ class RetryOnAnyException(Rule):
     summary = "Retry catches every exception"
 
     VALID = [
+        Valid(
+            """
+            import os, sys
+            def load(path):
+                try:
+                    return import_string(path)
+                except Exception:
+                    cwd = os.getcwd()
+                    if cwd not in sys.path:
+                        sys.path.insert(0, cwd)
+                        return load(path)
+                    raise
+            """,
+            "one resend after a repair that makes its own guard false",
+        ),
         Valid(
             """
             import logging, queue
@@ -274,6 +292,8 @@ class RetryOnAnyException(Rule):
     ]
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
+        if policy.source in ("loop", "recursion") and known(policy.bound.attempts) and float(policy.bound.attempts) <= 2:  # type: ignore[arg-type]
+            return  # one resend, typically after a repair: as RTY201, it can at most double the load
         for clause in policy.errors:
             if clause.kind is not CatchKind.CATCH_ALL or clause.permanent_exit_before:
                 continue

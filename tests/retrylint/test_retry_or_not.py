@@ -291,7 +291,7 @@ PAIRS = [
                 resp.raise_for_status()
         """,
         """
-        {def} wait_ready(client, url):
+        {def} fetch(client, url):  # a function named for waiting (``wait_ready``) is a readiness poll
             while True:
                 resp = {aw}client.get(url)
                 if resp.status_code == 200:
@@ -502,6 +502,57 @@ PAIRS = [
         """,
         ["RTY101", "RTY201"],
     ),
+    (
+        "llm-fix-chain",  # langchain_community graph_qa/gremlin.py: each pass runs what the fix chain wrote
+        """
+        {def} run(self, query, error_message):
+            retries = 0
+            while retries < self.max_fix_retries:
+                try:
+                    fixed = {aw}self.gremlin_fix_chain.invoke({{"error_message": error_message, "query": query}})
+                    return {aw}self.execute_query(fixed["text"])
+                except Exception as e:
+                    retries += 1
+                    error_message = str(e)
+        """,
+        """
+        {def} run(self, query, error_message):
+            retries = 0
+            while retries < self.max_fix_retries:
+                try:
+                    return {aw}self.execute_query(query)
+                except Exception as e:
+                    retries += 1
+                    error_message = str(e)
+        """,
+        ["RTY201", "RTY301"],
+    ),
+    (
+        "repair-that-falsifies-its-guard",  # huey bin/huey_consumer.py: put cwd on sys.path, load once more
+        """
+        {def} load_huey(path):
+            try:
+                return {aw}load_class(path)
+            except Exception:
+                cur_dir = os.getcwd()
+                if cur_dir not in sys.path:
+                    sys.path.insert(0, cur_dir)
+                    return {aw}load_huey(path)
+                raise
+        """,
+        """
+        {def} load_huey(path):
+            try:
+                return {aw}load_class(path)
+            except Exception:
+                cur_dir = os.getcwd()
+                if cur_dir not in sys.path:
+                    sys.path.insert(0, other_dir)
+                    return {aw}load_huey(path)
+                raise
+        """,
+        ["RTY201", "RTY301"],
+    ),
 ]
 
 
@@ -678,3 +729,26 @@ def test_a_flag_named_for_retryability_after_the_handler_is_a_permanent_error_ex
                 return False, data
     """
     assert "RTY303" not in [c for c, _ in _findings(code)]
+
+
+def test_a_flag_set_both_ways_in_the_loop_is_no_one_shot():
+    # ldap3 strategy/restartable.py: ``failure = False`` each pass, ``True`` on a failed reopen;
+    # ``if not failure:`` says how this pass went, it does not spend a single retry.
+    code = """
+    def send(self, request):
+        counter = self.restartable_tries
+        while counter > 0:
+            time.sleep(self.restartable_sleep_time)
+            failure = False
+            try:
+                self.connection.open()
+            except Exception:
+                failure = True
+            if not failure:
+                try:
+                    return self.connection.send(request)
+                except Exception:
+                    pass
+            counter -= 1
+    """
+    assert "RTY301" in _codes(code, SYNC)

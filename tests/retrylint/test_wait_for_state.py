@@ -124,9 +124,150 @@ def test_a_poll_that_lets_failures_propagate_is_not_a_retry():
     assert _both(POLL) == set()
 
 
-def test_a_poll_that_polls_through_failures_is_not_an_unbounded_retry():
-    codes = _both(POLL_RETRYING)
-    assert "RTY101" not in codes and "RTY201" not in codes
+def test_a_poll_that_polls_through_failures_is_no_retry_at_all():
+    # Not RTY101, and not RTY202 either: the fixed pace is the poll's own, not a retry schedule.
+    assert _both(POLL_RETRYING) == set()
+
+
+def test_a_poll_whose_failures_fall_through_to_its_own_sleep_is_no_retry():
+    source = """
+def wait_done(client, job_id):
+    while True:
+        try:
+            job = client.get_job(job_id)
+            if job["state"] in ("SUCCEEDED", "FAILED"):
+                return job
+        except botocore.exceptions.EndpointConnectionError:
+            pass
+        time.sleep(10)
+"""
+    assert _both(source) == set()
+
+
+def test_a_poll_asking_its_result_whether_it_is_done_is_no_retry():
+    source = """
+def wait_done(client, name):
+    while True:
+        try:
+            operation = client.get_operation(name)
+        except botocore.exceptions.EndpointConnectionError:
+            time.sleep(5)
+            continue
+        if operation.done():
+            return operation
+        time.sleep(5)
+"""
+    assert _both(source) == set()
+
+
+def test_an_enum_state_is_a_state_and_an_http_status_enum_is_not():
+    source = """
+def wait_done(client, job_id):
+    while True:
+        try:
+            status = client.get_job(job_id).current_state
+        except botocore.exceptions.EndpointConnectionError:
+            time.sleep(10)
+            continue
+        if status == JobState.JOB_STATE_DONE:
+            return
+        time.sleep(10)
+"""
+    assert _both(source) == set()
+    http = source.replace("client.get_job(job_id).current_state", "client.get(job_id).status_code").replace(
+        "JobState.JOB_STATE_DONE", "HTTPStatus.OK").replace("def wait_done", "def get_job")
+    assert "RTY202" in _both(http)  # a failed status going round at a fixed pace is a retry
+
+
+def test_a_while_test_on_the_state_the_attempt_reads_is_a_poll():
+    # airflow's dataproc ``wait_for_job``, renamed so that only the state decides
+    source = """
+def job_outcome(client, job_id, timeout=None):
+    state = None
+    while state not in (JobStatus.State.ERROR, JobStatus.State.DONE, JobStatus.State.CANCELLED):
+        time.sleep(10)
+        try:
+            job = client.get_job(job_id)
+            state = job.status.state
+        except botocore.exceptions.EndpointConnectionError:
+            pass
+    return state
+"""
+    assert _both(source) == set()
+    # The twin: a flag that only says "it worked" is no state; this retries ``send``.
+    retry = source.replace("state not in (JobStatus.State.ERROR, JobStatus.State.DONE, JobStatus.State.CANCELLED)",
+                           "state is None").replace("client.get_job(job_id)", "client.send(job_id)")
+    assert "RTY202" in _both(retry)
+
+
+def test_a_readiness_wait_named_for_waiting_is_a_poll():
+    # mlflow's ``wait_server_ready``: ping a starting server at a fixed pace until it answers
+    source = """
+def wait_server_ready(client, timeout=30):
+    begin = time.time()
+    while True:
+        time.sleep(0.3)
+        try:
+            client.ping()
+            return
+        except botocore.exceptions.EndpointConnectionError:
+            pass
+        if time.time() - begin > timeout:
+            raise TimeoutError()
+"""
+    assert _both(source) == set()
+    # The same loop in a function that does the work is a fixed-delay retry; so is one that
+    # *ensures* a state (kafka's ``ensure_coordinator_ready`` retries the lookup).
+    for name in ("def call_server", "def ensure_server_ready"):
+        assert "RTY202" in _both(source.replace("def wait_server_ready", name)), name
+    # A readiness wait that goes round at once on a failure is still a hot loop.
+    hot = source.replace("        time.sleep(0.3)\n", "").replace("            pass\n", "            continue\n")
+    assert "RTY201" in _both(hot.replace("def wait_server_ready", "def call_server"))
+
+
+def test_a_one_attempt_boto_waiter_going_round_on_waiter_error_is_a_poll():
+    source = """
+async def run(self, waiter, args):
+    while True:
+        try:
+            await waiter.wait(**args, WaiterConfig={"MaxAttempts": 1})
+            return
+        except botocore.exceptions.WaiterError:
+            await asyncio.sleep(self.waiter_delay)
+"""
+    assert _codes("import asyncio\n" + source) == set()
+
+
+def test_an_outcome_in_the_body_is_a_failed_call_not_a_state():
+    # ``"ok"`` is the answer of one call: going round until it says so retries the call.
+    source = """
+def send(client, payload):
+    while True:
+        try:
+            answer = client.send(payload)
+        except botocore.exceptions.EndpointConnectionError:
+            time.sleep(10)
+            continue
+        if answer["status"] == "ok":
+            return answer
+        time.sleep(10)
+"""
+    assert "RTY202" in _both(source)
+
+
+def test_a_cancellation_check_is_not_the_state_awaited():
+    # ``self._stopped.is_set()`` is not the attempt's result: the loop still retries ``fetch``.
+    source = """
+def fetch(self, client, key):
+    while True:
+        try:
+            return client.get_object(key)
+        except botocore.exceptions.EndpointConnectionError:
+            if self.state == "CLOSED":
+                return None
+            time.sleep(10)
+"""
+    assert "RTY202" in _both(source)
 
 
 def test_a_failure_path_that_goes_round_at_once_is_an_immediate_retry():
@@ -144,8 +285,7 @@ def test_a_cap_on_the_failure_path_bounds_it():
 
 
 def test_a_periodic_task_that_tries_again_at_the_next_tick_is_not_a_retry():
-    codes = _codes(LEASE_RENEWER)
-    assert "RTY101" not in codes and "RTY201" not in codes
+    assert _codes(LEASE_RENEWER) == set()
 
 
 def test_the_same_call_retried_forever_without_a_poll_is_still_rty101():
@@ -159,3 +299,17 @@ def fetch(client, cluster_id):
             time.sleep(10)
 """
     assert "RTY101" in _both(source)
+
+
+def test_a_wait_named_function_whose_delay_grows_is_judged_as_a_retry():
+    # Backing off ``2 ** attempt`` is a retry schedule, whatever the function is called.
+    source = """
+def wait_until_ready(client, url):
+    for attempt in range(6):
+        try:
+            return client.get(url)
+        except botocore.exceptions.EndpointConnectionError:
+            time.sleep(2 ** attempt)
+    raise TimeoutError(url)
+"""
+    assert "RTY203" in _both(source)

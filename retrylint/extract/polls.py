@@ -1,0 +1,114 @@
+"""Wait-for-state polls: a loop that asks for a state until it reads the one it waits for.
+
+``while True: status = client.describe(...)["Status"]; if status == "available": return;
+sleep(10)`` goes round after a *successful* call, because the resource is not there yet. When its
+failure path goes round at the same pace (it catches the call's failure and sleeps, or falls
+through to the poll's own sleep), the failure adds no call the poll would not make: it is polling,
+and no retry rule speaks (the README, "What counts as a retry"). A failure path that goes round at
+once while the poll sleeps stays a retry (RTY201): that is a hot loop for as long as an outage lasts.
+
+What is read as a state, precision first: the attempt's own result (or the call itself) compared
+with a state name (a string, ``JobState.JOB_STATE_DONE``), or a ``done``-style question asked of
+the result, in an exit's guard or in the ``while`` test (``while state not in (State.DONE,
+State.ERROR)``). Outcome words (``"ok"``, ``"error"``) are results of one call, not states of a
+resource (unless they are members of a ``State`` enum), and HTTP statuses are failures: both keep
+the loop a retry.
+
+A readiness wait is a poll too: a loop in a function named for waiting (``wait_for_job``,
+``wait_server_ready``, ``_wait_http_up``, ``InferenceEndpoint.wait``) that goes round at a fixed
+pace until a server, file or resource answers (a delay that grows was written as a retry
+schedule, and is judged as one). ``ensure_*_ready`` and ``*_with_retry`` names say nothing: a
+function that *ensures* something retries until it holds.
+"""
+
+from __future__ import annotations
+
+from typing import FrozenSet, Optional, Sequence
+
+import re
+
+import libcst as cst
+
+from ..syntax import dotted_name, last_name, walk
+from .context import ModuleContext
+from .flow import exits_in
+
+#: The answer of one call, not the state of a resource: ``if result["status"] == "ok": return``.
+_OUTCOMES = frozenset({"ok", "okay", "success", "successful", "error", "errors", "fail", "failed", "failure", "true", "false"})
+#: Questions a result answers about its state: ``job.done()``, ``op.is_ready()``.
+_STATE_QUESTIONS = frozenset({
+    "done", "ready", "is_ready", "is_done", "finished", "is_finished", "complete", "is_complete",
+    "completed", "is_completed", "is_available", "is_healthy", "is_running", "is_terminal",
+})
+#: ALL_CAPS members of these are HTTP statuses (``HTTPStatus.OK``, ``requests.codes.OK``).
+_STATUS_ENUMS = ("httpstatus", "codes", "status_codes")
+
+
+#: A function whose job is to wait: ``wait``, ``wait_for_job``, ``_wait_until_ready``, ``await_ready``.
+_WAITS = re.compile(r"^_*a?wait(_|$)", re.I)
+
+
+def awaits_a_state(stmts: Sequence[cst.CSTNode], ctx: ModuleContext, result_names: FrozenSet[str]) -> bool:
+    """Does an exit on this success path wait for a state the attempt reads?"""
+    for _exit, guard, _positive in exits_in(list(stmts), ctx):
+        if guard is not None and _state_test(guard.test, result_names):
+            return True
+    return False
+
+
+def loops_until_a_state(loop: cst.CSTNode, result_names: FrozenSet[str]) -> bool:
+    """``while state not in (State.DONE, State.ERROR):`` with ``state`` read by the attempt."""
+    return isinstance(loop, cst.While) and _state_test(loop.test, result_names)
+
+
+def waits_by_name(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    function = ctx.enclosing_function(loop)
+    return function is not None and bool(_WAITS.match(function.name.value))
+
+
+def _state_test(test: cst.BaseExpression, result_names: FrozenSet[str]) -> bool:
+    for node in walk(test):
+        if isinstance(node, cst.Comparison) and _reads_the_attempt(node, result_names):
+            sides = [node.left, *(target.comparator for target in node.comparisons)]
+            if any(_state_name(side) for side in sides):
+                return True
+        question = node.func if isinstance(node, cst.Call) else node
+        if isinstance(question, cst.Attribute) and question.attr.value in _STATE_QUESTIONS:
+            # ``operation.done()`` or ``operation.done``, asked of what the attempt read
+            receiver = dotted_name(question.value) or ""
+            if receiver.split(".")[0] in result_names:
+                return True
+    return False
+
+
+def _reads_the_attempt(comparison: cst.Comparison, result_names: FrozenSet[str]) -> bool:
+    """The compared value comes from the attempt: a name it assigns, or a call made in the test."""
+    for node in walk(comparison):
+        if isinstance(node, cst.Name) and node.value in result_names:
+            return True
+        if isinstance(node, cst.Call) and last_name(node.func) not in ("len", "str", "int", "getattr"):
+            return True
+    return False
+
+
+def _state_name(side: cst.BaseExpression) -> bool:
+    if isinstance(side, (cst.Tuple, cst.List, cst.Set)):
+        return any(_state_name(element.value) for element in side.elements)
+    text = _string(side)
+    if text is not None:
+        return bool(text.strip()) and text.strip().lower() not in _OUTCOMES
+    if isinstance(side, cst.Attribute):
+        member = side.attr.value
+        owner = (dotted_name(side.value) or "").rsplit(".", 1)[-1].lower()
+        if not member.isupper() or len(member) <= 2 or owner in _STATUS_ENUMS:
+            return False
+        # ``JobStatus.State.ERROR`` is a state of a job; a bare ``Result.ERROR`` is an outcome.
+        return member.lower() not in _OUTCOMES or "state" in owner or "status" in owner
+    return False
+
+
+def _string(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
