@@ -62,7 +62,7 @@ from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_outcomes
-from .polls import awaits_a_state, loops_until_a_state, waits_by_name
+from .polls import awaits_a_state, loops_until_a_state, reads_a_local_file, waits_by_name
 from .status import ALL_STATUSES, mentions_status, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
@@ -197,6 +197,8 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     operations = [t.operation for t in retry_trys if t.operation is not None]
     if _prompts(loop, ctx):
         return None  # re-prompting a user is not retrying a failure
+    if status is None and operations and all(reads_a_local_file(op) for op in operations):
+        return None  # waiting for a file another process writes
 
     counters = dict(iteration.counters)
     counters.update(counted)
@@ -510,7 +512,7 @@ def _analyse_try(
             continue
         if CONTINUE in result:
             retrying.append(handler)
-        elif FALL in result and loops_back and not secondary:
+        elif FALL in result and loops_back and not secondary and not _leaves_unless_pending(rest):
             retrying.append(handler)
         elif result & EXITS:
             exiting.append(handler)
@@ -806,6 +808,19 @@ def _rounds_only_when_pending(stmts: Sequence[cst.CSTNode]) -> bool:
         if outcomes(body) & {CONTINUE, FALL} and after and after <= EXITS:
             return True
     return False
+
+
+def _leaves_unless_pending(rest: Sequence[cst.CSTNode]) -> bool:
+    """``if ret != pycurl.E_CALL_MULTI_PERFORM: break`` after the try: only a protocol's "call
+    again" answer goes round, whatever the attempt raised (its code lands in ``ret``)."""
+    if not rest or not isinstance(rest[0], cst.If) or rest[0].orelse is not None:
+        return False
+    test = rest[0].test
+    negated = isinstance(test, cst.Comparison) and all(
+        isinstance(c.operator, (cst.NotEqual, cst.NotIn)) for c in test.comparisons
+    )
+    return negated and _tests_pending(test) and bool(outcomes(statements(rest[0].body))) and outcomes(
+        statements(rest[0].body)) <= EXITS
 
 
 def _tests_pending(test: cst.BaseExpression) -> bool:

@@ -15,17 +15,18 @@ resource (unless they are members of a ``State`` enum), and HTTP statuses are fa
 the loop a retry.
 
 A readiness wait is a poll too: a loop in a function named for waiting (``wait_for_job``,
-``wait_server_ready``, ``_wait_http_up``, ``InferenceEndpoint.wait``) that goes round at a fixed
-pace until a server, file or resource answers (a delay that grows was written as a retry
-schedule, and is judged as one). ``ensure_*_ready`` and ``*_with_retry`` names say nothing: a
-function that *ensures* something retries until it holds.
+``wait_server_ready``, ``_wait_http_up``, ``InferenceEndpoint.wait``, a sensor's ``poke``, the
+methods of a ``*Sensor*`` class) that goes round at a fixed pace until a server, file or
+resource answers (a delay that grows was written as a retry schedule, and is judged as one).
+``ensure_*_ready`` and ``*_with_retry`` names say nothing: a function that *ensures* something
+retries until it holds. So is a loop whose attempt reads a file: it waits for another process to
+write it, and there is no downstream to overload.
 """
 
 from __future__ import annotations
 
-from typing import FrozenSet, Optional, Sequence
-
 import re
+from typing import FrozenSet, Optional, Sequence
 
 import libcst as cst
 
@@ -44,8 +45,12 @@ _STATE_QUESTIONS = frozenset({
 _STATUS_ENUMS = ("httpstatus", "codes", "status_codes")
 
 
-#: A function whose job is to wait: ``wait``, ``wait_for_job``, ``_wait_until_ready``, ``await_ready``.
-_WAITS = re.compile(r"^_*a?wait(_|$)", re.I)
+#: A function whose job is to wait: ``wait``, ``wait_for_job``, ``_wait_until_ready``, ``await_ready``,
+#: ``async_wait``.
+_WAITS = re.compile(r"^_*(async_)?a?wait(_|$)", re.I)
+#: Reading a file: ``open(fn)``, ``path.read_text()``, ``scheduler_file.open(mode="r")``.
+_FILE_READS = frozenset({"read_text", "read_bytes"})
+_READ_MODES = frozenset({"r", "rb", "rt", "r+", "rb+"})
 
 
 def awaits_a_state(stmts: Sequence[cst.CSTNode], ctx: ModuleContext, result_names: FrozenSet[str]) -> bool:
@@ -61,9 +66,15 @@ def loops_until_a_state(loop: cst.CSTNode, result_names: FrozenSet[str]) -> bool
     return isinstance(loop, cst.While) and _state_test(loop.test, result_names)
 
 
+#: A class whose job is to wait for a condition: airflow's and dagster's sensors (``HttpSensorTrigger``).
+_SENSOR = re.compile(r"Sensor")
+
+
 def waits_by_name(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     function = ctx.enclosing_function(loop)
-    return function is not None and bool(_WAITS.match(function.name.value))
+    if function is not None and (_WAITS.match(function.name.value) or function.name.value == "poke"):
+        return True
+    return bool(_SENSOR.search(ctx.enclosing_class(loop) or ""))
 
 
 def _state_test(test: cst.BaseExpression, result_names: FrozenSet[str]) -> bool:
@@ -112,3 +123,22 @@ def _string(node: cst.BaseExpression) -> Optional[str]:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None
+
+
+def reads_a_local_file(call: cst.Call) -> bool:
+    """A loop whose attempt reads a file waits for another process to write it (a scheduler
+    file, a response file): a poll of the local disk, no downstream to overload."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == "open"
+    if not isinstance(func, cst.Attribute):
+        return False
+    name = func.attr.value
+    if name in _FILE_READS:
+        return True
+    if name != "open":
+        return False  # ``self.connection.open()`` opens a connection
+    if dotted_name(func.value) in ("io", "codecs", "gzip", "bz2", "lzma"):
+        return True
+    modes = [a.value for a in call.args if a.keyword is None or a.keyword.value == "mode"]
+    return any(_string(m) in _READ_MODES for m in modes)

@@ -15,6 +15,8 @@ LEFTOVER = re.compile(r"(retry|retries|fail|error|pending|remaining|left|todo|un
 #: a job ``IN_PROGRESS``. A loop that goes round only on one of these polls; it retries no failure.
 PENDING = re.compile(
     r"(pending|slow_down|in_?progress|not_?ready|not_?yet|processing|provisioning|queued|running|"
-    r"waiting|starting|creating|initiali[sz]ing|accepted)",
+    r"waiting|starting|creating|initiali[sz]ing|accepted|"
+    # libcurl's "call again now": ``pycurl.E_CALL_MULTI_PERFORM``
+    r"call_multi_perform)",
     re.I,
 )

@@ -14,6 +14,7 @@ import tenacity
 
 from retrylint.engine import check_source, settings_with
 from retrylint.explain import to_text
+from retrylint.model import known
 from retrylint.extract.libraries import stamina as stamina_extractor
 from retrylint.rules.rty504_jitter_collapses_at_cap import collapse
 
@@ -154,3 +155,44 @@ def test_hand_written_delays(expression, fires):
         assert "from retry 7 on" in findings[0].message and "exactly 30 s" in findings[0].message
         # 0.5 * 2 ** 6 = 32 > 30: the 7th delay (attempt = 6) is clamped whatever the draw.
         assert all(min(30, 0.5 * 2 ** 6 + random.uniform(0, 1)) == 30 for _ in range(100))
+
+
+def test_a_stamina_policy_in_a_module_dict_is_read_and_reported_where_it_is_built(monkeypatch):
+    # gundi-action-runner services/gundi.py: ``@stamina.retry(**GUNDI_API_RETRY)``
+    source = """
+        import stamina
+
+        API_RETRY = dict(on=ConnectionError, attempts=6, timeout=120, wait_initial=2, wait_jitter=5, wait_max=30)
+
+        @stamina.retry(**API_RETRY)
+        def send():
+            raise ConnectionError
+        """
+    findings, _ = _check(source)
+    assert [f.location.line for f in findings] == [4]  # the dict: where a reader fixes it
+    assert "every client waits exactly 30 s" in findings[0].message and "line 6" in findings[0].message
+    # The real waits agree: the fifth is exactly the cap (under the fake clock stamina honours).
+    api_retry = dict(on=ConnectionError, attempts=6, timeout=None, wait_initial=2, wait_jitter=5, wait_max=30)
+
+    @stamina.retry(**api_retry)
+    def send():
+        raise ConnectionError
+
+    for _ in range(10):
+        waits = _recorded_waits(monkeypatch, send, 6)
+        assert waits[4] == 30.0 and all(w < 30.0 for w in waits[:4])
+
+
+def test_a_stamina_mapping_that_cannot_be_read_assumes_no_defaults():
+    # ``**settings.RETRY`` may set ``wait_max`` and ``attempts``: stamina's 5 s cap is not known.
+    findings, policies = _check(
+        """
+        import stamina
+        from app import settings
+
+        @stamina.retry(on=ConnectionError, **settings.RETRY)
+        def fetch(): ...
+        """
+    )
+    assert findings == []
+    assert policies and not known(policies[0].delay.cap) and not known(policies[0].bound.attempts)

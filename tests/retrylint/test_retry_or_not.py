@@ -503,6 +503,30 @@ PAIRS = [
         ["RTY101", "RTY201"],
     ),
     (
+        "curl-call-again",  # kombu asynchronous/http/curl.py: libcurl asks to be called again now
+        """
+        {def} pump(self):
+            while 1:
+                try:
+                    ret, _ = {aw}self._multi.socket_all()
+                except pycurl.error as exc:
+                    ret = exc.args[0]
+                if ret != pycurl.E_CALL_MULTI_PERFORM:
+                    break
+        """,
+        """
+        {def} pump(self):
+            while 1:
+                try:
+                    ret, _ = {aw}self._multi.socket_all()
+                except pycurl.error as exc:
+                    ret = exc.args[0]
+                if ret != pycurl.E_COULDNT_CONNECT:
+                    break
+        """,
+        ["RTY101", "RTY201"],
+    ),
+    (
         "llm-fix-chain",  # langchain_community graph_qa/gremlin.py: each pass runs what the fix chain wrote
         """
         {def} run(self, query, error_message):

@@ -313,3 +313,61 @@ def wait_until_ready(client, url):
     raise TimeoutError(url)
 """
     assert "RTY203" in _both(source)
+
+
+def test_a_loop_that_reads_a_file_another_process_writes_is_a_poll():
+    # distributed utils.py ``json_load_robust`` and deploy/subprocess.py: the file may not exist yet
+    source = """
+import json, os
+
+def load_config(fn, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(fn):
+            try:
+                with open(fn) as f:
+                    cfg = json.load(f)
+                if cfg:
+                    return cfg
+            except (ValueError, KeyError):
+                pass
+        time.sleep(0.1)
+
+
+def read_identity(path):
+    while True:
+        try:
+            with path.open(mode="r") as f:
+                return json.load(f)
+        except (OSError, json.JSONDecodeError):
+            time.sleep(0.1)
+"""
+    assert _codes(source) == set()
+    # The twin: opening a connection is no file read.
+    connection = """
+def reconnect(self):
+    while True:
+        try:
+            return self.connection.open()
+        except OSError:
+            time.sleep(1)
+"""
+    assert {"RTY101", "RTY202"} <= _codes(connection)
+
+
+def test_a_sensor_pokes_at_its_own_pace():
+    # airflow http triggers: ``HttpSensorTrigger.run`` waits for an endpoint to stop answering 404
+    source = """
+import asyncio
+
+class HttpSensorTrigger:
+    async def run(self, hook):
+        while True:
+            try:
+                await hook.run(endpoint=self.endpoint)
+                return
+            except botocore.exceptions.EndpointConnectionError:
+                await asyncio.sleep(self.poke_interval)
+"""
+    assert _codes(source) == set()
+    assert "RTY202" in _codes(source.replace("class HttpSensorTrigger", "class HttpClient"))

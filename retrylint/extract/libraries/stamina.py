@@ -10,9 +10,10 @@ from typing import List
 
 import libcst as cst
 
-from ...model import Bound, Delay, DelayKind, Jitter, JitterKind, RetriedError, RetryPolicy, UNKNOWN, known
+from ...model import Bound, Delay, DelayKind, Jitter, JitterKind, Num, RetriedError, RetryPolicy, UNKNOWN, known
 from ...narrowing import Trigger
 from ..context import ModuleContext
+from .built import expand, merge, place
 from .common import Args, build, calls_named, clause, last, names_of, predicate, text_trigger, value
 
 POLICIES = frozenset({"stamina.retry", "stamina.retry_context", "stamina.RetryingCaller", "stamina.AsyncRetryingCaller",
@@ -26,22 +27,31 @@ TRIGGER = Trigger(text=text_trigger("stamina"), calls=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    return [_policy(call, ctx) for call in calls_named(ctx, POLICIES)]
+    placed = []
+    for call in calls_named(ctx, POLICIES):
+        # ``@stamina.retry(**GUNDI_API_RETRY)``: the mapping's keys are written in where it can be read.
+        args, built = expand(call, ctx)
+        placed.append((place(_policy(call, args, ctx), built, ctx), built))
+    return merge(placed)
 
 
-def _policy(call: cst.Call, ctx: ModuleContext) -> RetryPolicy:
-    args = Args.of(call)
+def _policy(call: cst.Call, args: Args, ctx: ModuleContext) -> RetryPolicy:
     location = ctx.location(call)
     caller = last(call.func).endswith("RetryingCaller")
-    attempts = value(args.get("attempts"), ctx, DEFAULTS["attempts"])
-    deadline = value(args.get("timeout"), ctx, DEFAULTS["timeout"])
+
+    def setting(name: str) -> Num:
+        # A ``**mapping`` that cannot be read may set any argument: its defaults are not known.
+        return value(args.get(name), ctx, UNKNOWN if args.opaque else DEFAULTS[name])
+
+    attempts = setting("attempts")
+    deadline = setting("timeout")
     bound = Bound(attempts=attempts, deadline=deadline)
     if bound.unbounded and args.opaque:
         bound = Bound(attempts=UNKNOWN)
-    base = value(args.get("wait_initial"), ctx, DEFAULTS["wait_initial"])
-    cap = value(args.get("wait_max"), ctx, DEFAULTS["wait_max"])
-    factor = value(args.get("wait_exp_base"), ctx, DEFAULTS["wait_exp_base"])
-    amount = value(args.get("wait_jitter"), ctx, DEFAULTS["wait_jitter"])
+    base = setting("wait_initial")
+    cap = setting("wait_max")
+    factor = setting("wait_exp_base")
+    amount = setting("wait_jitter")
     jitter = Jitter(JitterKind.ADDITIVE, amount) if not (known(amount) and float(amount) == 0) else Jitter()  # type: ignore[arg-type]
     # _compute_backoff: min(wait_max, wait_initial * wait_exp_base ** (n - 1) + uniform(0, wait_jitter))
     delay = Delay(DelayKind.EXPONENTIAL, base=base, factor=factor, cap=cap, jitter=jitter, text=ctx.code(call.func),
