@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from .model import TASK_QUEUE_SOURCES
+from .summaries import self_attributes_cleared
 
 if TYPE_CHECKING:
     from .model import RetryPolicy
@@ -897,6 +898,41 @@ class Program:
         policy, dependencies = _decorated_policy(file, self._display_of(file), facts.retried[function])
         self.dependencies.update(dependencies)  # what that file's own policy read elsewhere
         return policy
+
+    def inherited_clears(self, owner: str, method: str) -> frozenset:
+        """The ``self`` attributes a method of ``owner``'s base class resets to ``None``/``False``
+        (``_invalidate`` of a base class in another module of the tree); one level of bases."""
+        own = self.own()
+        found = own.class_nodes.get(owner)
+        if found is None:
+            return frozenset()
+        for base in found[0].bases:
+            node = self._class_node(own, base)
+            if node is None:
+                continue
+            for member in node.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == method:
+                    return frozenset(self_attributes_cleared(member))
+        return frozenset()
+
+    def _class_node(self, own: ModuleFacts, base: ast.expr) -> Optional[ast.ClassDef]:
+        """A base class as written (``Base``, ``module.Base``), in this module or one it imports."""
+        if isinstance(base, ast.Name):
+            if base.id in own.class_nodes:
+                return own.class_nodes[base.id][0]
+            imported = own.imports.get(base.id)
+            if imported is None or imported[1] is None:
+                return None
+            module, name = imported
+        elif isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id in own.imports:
+            imported = own.imports[base.value.id]
+            module = f"{imported[0]}.{imported[1]}" if imported[1] else imported[0]
+            name = base.attr
+        else:
+            return None
+        other = self.module(module)
+        found = other.class_nodes.get(name) if other is not None else None
+        return found[0] if found is not None else None
 
     def attribute_value(self, receiver: str, attribute: str, owner: Optional[str]) -> Optional[Value]:
         """``self.x``/``cls.x`` in class ``owner``; ``Class.x``; ``module.X``; ``settings.X``."""

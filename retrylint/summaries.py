@@ -31,6 +31,7 @@ class Summaries:
         self._raisers: Optional[FrozenSet[str]] = None
         self._errno: Dict[str, bool] = {}
         self._limiters: Dict[str, bool] = {}
+        self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
 
     @property
     def raisers(self) -> FrozenSet[str]:
@@ -59,6 +60,38 @@ class Summaries:
         (``self._retries += 1; if self._retries > self.max_retries: raise``)."""
         return self._asked(key, self._limiters, _raises_when_spent)
 
+    def clears(self, key: Optional[str]) -> FrozenSet[str]:
+        """The ``self`` attributes the helper may reset to ``None``/``False`` (``self.access_token
+        = None`` after an auth error), also through the methods of ``self`` it calls, a few deep."""
+        return self._cleared(key, set())[0]
+
+    def inherited_calls(self, key: Optional[str]) -> FrozenSet[str]:
+        """``Class.method`` keys the helper reaches (as :meth:`clears` follows it) that the module
+        does not define: methods of a base class, which the program view may know."""
+        return self._cleared(key, set())[1]
+
+    def _cleared(self, key: Optional[str], seen: set) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+        none: Tuple[FrozenSet[str], FrozenSet[str]] = (frozenset(), frozenset())
+        if key is None or key not in self._functions:
+            return none
+        if key in self._clears:
+            return self._clears[key]
+        if key in seen or len(seen) > 8:
+            return none  # a cycle, or deeper than any repair worth following
+        seen.add(key)
+        owner, func = self._functions[key]
+        found, inherited = set(self_attributes_cleared(func)), set()
+        for node in ast.walk(func):
+            if isinstance(node, ast.Call):
+                called = call_key(node.func, owner)
+                if called is not None and called not in self._functions and owner and called.startswith(f"{owner}."):
+                    inherited.add(called)
+                attributes, further = self._cleared(called, seen)
+                found |= attributes
+                inherited |= further
+        self._clears[key] = (frozenset(found), frozenset(inherited))
+        return self._clears[key]
+
     def _asked(self, key: Optional[str], answers: Dict[str, bool], question) -> bool:
         if key is None or key not in self._functions:
             return False
@@ -68,6 +101,15 @@ class Summaries:
 
 
 Summaries.EMPTY = Summaries()
+
+
+def self_attributes_cleared(func: ast.AST) -> Iterator[str]:
+    """``self.access_token = None`` / ``self._ready = False`` anywhere in the function."""
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in (None, False):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    yield target.attr
 
 
 def summarise(tree: ast.Module) -> Summaries:

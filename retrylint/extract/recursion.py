@@ -295,7 +295,7 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
         if not exits and not guards_call:
             continue
         mentioned = {n.split(".")[0] for n in _names(node.test)} | set(_names(node.test))
-        if guards_call and _guard_made_false(node, call, ctx):
+        if guards_call and (_guard_made_false(node, call, ctx) or _guard_cleared_by_attempt(node, call, ctx)):
             # ``if cwd not in sys.path: sys.path.insert(0, cwd); return load(path)``: the repair
             # makes its own guard false, so the call runs again at most once.
             attempts = 2.0 if attempts is None else _tighter_num(attempts, 2.0)
@@ -405,6 +405,30 @@ def _guard_made_false(guard: cst.If, call: cst.Call, ctx: ModuleContext) -> bool
     for node in walk(guard.body):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _ADDS:
             if ctx.code(node.func.value) == container and any(ctx.code(a.value) == item for a in node.args):
+                if ctx.location(node).line < call_line:
+                    return True
+    return False
+
+
+def _guard_cleared_by_attempt(guard: cst.If, call: cst.Call, ctx: ModuleContext) -> bool:
+    """``if self.access_token: try: return self._sasl_start_jwt(conn) except …: return
+    self._authenticate(conn)`` where the attempt's helper resets ``self.access_token`` on an auth
+    error (pymongo OIDC): the call runs again once, down the other branch."""
+    tested = {n.split(".", 1)[1] for n in _names(guard.test) if n.startswith("self.") and n.count(".") == 1}
+    if not tested:
+        return False
+    call_line = ctx.location(call).line
+    for node in walk(guard.body):
+        if isinstance(node, cst.Call) and node is not call and ctx.location(node).line <= call_line:
+            key = ctx.helper_key(node)
+            if tested & ctx.summaries.clears(key):
+                return True
+            for inherited in sorted(ctx.summaries.inherited_calls(key)):
+                owner, method = inherited.split(".", 1)
+                if tested & ctx.program.inherited_clears(owner, method):
+                    return True
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in ("None", "False"):
+            if any(dotted_name(t.target) in {"self." + n for n in tested} for t in node.targets):
                 if ctx.location(node).line < call_line:
                     return True
     return False

@@ -441,3 +441,63 @@ class Extractor(pydantic.BaseModel):
                 time.sleep(2 ** attempt)
 """
     assert "RTY203" in {f.code for f in _findings(source)}
+
+
+# ------------------------------------------------ a repair through state (pymongo OIDC)
+
+OIDC_BASE = """
+class AuthenticatorBase:
+    def _invalidate(self, generation):
+        if generation == self.generation:
+            self.access_token = None
+"""
+
+OIDC = """
+from .base import AuthenticatorBase
+
+
+class Authenticator(AuthenticatorBase):
+    def _run_command(self, conn, cmd):
+        try:
+            return conn.command("$external", cmd)
+        except OperationFailure as e:
+            if self._is_auth_error(e):
+                self._invalidate(conn.generation)
+            raise
+
+    def _start(self, conn):
+        return self._run_command(conn, {"jwt": self._get_access_token()})
+
+    def authenticate(self, conn):
+        if self.access_token:
+            try:
+                return self._start(conn)
+            except OperationFailure as e:
+                if self._is_auth_error(e):
+                    return self.authenticate(conn)
+                raise
+        return self._start(conn)
+"""
+
+
+def test_a_token_reset_by_a_helper_of_a_base_class_in_another_module_resends_once(project, run):
+    # The helper chain ``_start`` -> ``_run_command`` -> ``_invalidate`` (a base class of another
+    # module) resets ``self.access_token``: the second call takes the branch without a retry.
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/base.py", OIDC_BASE)
+    project.write("pkg/auth.py", OIDC)
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert code == 0, out
+    # The twin: a base class that resets something else leaves the guard true, forever.
+    project.write("pkg/base.py", OIDC_BASE.replace("self.access_token = None", "self.refresh_token = None"))
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert code == 1 and "RTY103" in out and "RTY201" in out
+
+
+def test_a_token_reset_by_a_helper_of_the_same_class_resends_once():
+    source = OIDC.replace("from .base import AuthenticatorBase\n", "").replace(
+        "class Authenticator(AuthenticatorBase):", "class Authenticator:" + OIDC_BASE.split("class AuthenticatorBase:")[1])
+    assert "def _invalidate" in source
+    assert _findings(source) == []
+    twin = source.replace("self.access_token = None", "self.refresh_token = None")
+    assert {"RTY103", "RTY201"} <= {f.code for f in _findings(twin)}
