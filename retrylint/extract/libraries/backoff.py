@@ -14,7 +14,7 @@ import libcst as cst
 from ...model import UNKNOWN, Bound, Delay, DelayKind, Jitter, JitterKind, RetriedError, RetryPolicy
 from ...narrowing import Trigger
 from ..context import ModuleContext
-from .built import expand, merge, place
+from .built import policies_of
 from .common import Args, build, calls_named, clause, last, names_of, predicate, resolve, text_trigger, value
 
 DECORATORS = frozenset({"backoff.on_exception", "backoff.on_predicate", "backoff._decorator.on_exception",
@@ -31,11 +31,7 @@ TRIGGER = Trigger(text=text_trigger("backoff"), calls=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    placed = []
-    for call in calls_named(ctx, DECORATORS):
-        args, built = expand(call, ctx)
-        placed.append((place(_policy(call, args, ctx), built, ctx), built))
-    return merge(placed)
+    return policies_of(calls_named(ctx, DECORATORS), ctx, _policy)
 
 
 def _backoff_name(expr: cst.BaseExpression, ctx: ModuleContext) -> str:

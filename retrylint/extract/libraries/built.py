@@ -643,6 +643,18 @@ def place(policy: RetryPolicy, built: Optional[Built], ctx: ModuleContext) -> Re
     )
 
 
+def policies_of(calls, ctx: ModuleContext, policy_of) -> List[RetryPolicy]:
+    """``policy_of(call, args, ctx)`` for each call, its ``**mappings`` written in (:func:`expand`),
+    reported where they were built (:func:`place`), one report per place (:func:`merge`)."""
+    placed = []
+    for call in calls:
+        args, built = expand(call, ctx)
+        policy = policy_of(call, args, ctx)
+        if policy is not None:
+            placed.append((place(policy, built, ctx), built))
+    return merge(placed)
+
+
 def merge(placed: List[Tuple[RetryPolicy, Optional[Built]]]) -> List[RetryPolicy]:
     """One report per place a policy is built: its other uses are named in it and judged there."""
     groups: Dict[Tuple[str, int, int], List[int]] = {}

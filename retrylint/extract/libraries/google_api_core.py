@@ -14,7 +14,7 @@ import libcst as cst
 from ...model import UNBOUNDED, UNKNOWN, Bound, Delay, DelayKind, Jitter, JitterKind, RetriedStatuses, RetryPolicy
 from ...narrowing import Trigger
 from ..context import ModuleContext
-from .built import expand, merge, place
+from .built import policies_of
 from .common import Args, build, calls_named, clause, is_none, last, names_of, predicate, resolve, text_trigger, value
 
 RETRY = frozenset(
@@ -44,11 +44,7 @@ TRIGGER = Trigger(text=text_trigger("api_core"), calls=frozenset({"Retry", "Asyn
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    placed = []
-    for call in calls_named(ctx, RETRY):
-        args, built = expand(call, ctx)
-        placed.append((place(_policy(call, args, ctx), built, ctx), built))
-    return merge(placed)
+    return policies_of(calls_named(ctx, RETRY), ctx, _policy)
 
 
 def _policy(call: cst.Call, args: Args, ctx: ModuleContext) -> RetryPolicy:

@@ -29,7 +29,7 @@ from ...model import (
 from ...narrowing import Trigger
 from ..context import ModuleContext
 from ..status import _collection
-from .built import expand, mapping_of, merge, place
+from .built import mapping_of, policies_of
 from .common import Args, build, calls_named, is_false, last, resolve, scaled, text_trigger, value
 
 RETRY = frozenset(
@@ -61,13 +61,7 @@ TRIGGER = Trigger(text=text_trigger("urllib3", "HTTPAdapter", "HTTPTransport", "
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    placed = []
-    for call in calls_named(ctx, RETRY):
-        args, built = expand(call, ctx)
-        policy = _urllib3(call, args, ctx)
-        if policy is not None:
-            placed.append((place(policy, built, ctx), built))
-    policies: List[RetryPolicy] = merge(placed)
+    policies: List[RetryPolicy] = policies_of(calls_named(ctx, RETRY), ctx, _urllib3)
     for call in calls_named(ctx, ADAPTERS):
         policy = _adapter(call, ctx)
         if policy is not None:

@@ -17,7 +17,7 @@ import libcst as cst
 from ...model import UNBOUNDED, UNKNOWN, Bound, Delay, DelayKind, Jitter, JitterKind, RetryPolicy, known
 from ...narrowing import Trigger
 from ..context import ModuleContext
-from .built import expand, merge, place
+from .built import policies_of
 from .common import Args, build, calls_named, clause, names_of, resolve, scaled, text_trigger, value
 
 RETRY = frozenset({"redis.retry.Retry", "redis.Retry", "redis.asyncio.retry.Retry", "redis.asyncio.Retry",
@@ -37,13 +37,7 @@ TRIGGER = Trigger(text=text_trigger("redis"), calls=frozenset({"Retry"}))
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    placed = []
-    for call in calls_named(ctx, RETRY):
-        args, built = expand(call, ctx)
-        policy = _policy(call, args, ctx)
-        if policy is not None:
-            placed.append((place(policy, built, ctx), built))
-    return merge(placed)
+    return policies_of(calls_named(ctx, RETRY), ctx, _policy)
 
 
 def _policy(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPolicy]:

@@ -13,7 +13,7 @@ import libcst as cst
 from ...model import Bound, Delay, DelayKind, Jitter, JitterKind, Num, RetriedError, RetryPolicy, UNKNOWN, known
 from ...narrowing import Trigger
 from ..context import ModuleContext
-from .built import expand, merge, place
+from .built import policies_of
 from .common import Args, build, calls_named, clause, last, names_of, predicate, text_trigger, value
 
 POLICIES = frozenset({"stamina.retry", "stamina.retry_context", "stamina.RetryingCaller", "stamina.AsyncRetryingCaller",
@@ -27,12 +27,8 @@ TRIGGER = Trigger(text=text_trigger("stamina"), calls=_WORDS)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
-    placed = []
-    for call in calls_named(ctx, POLICIES):
-        # ``@stamina.retry(**GUNDI_API_RETRY)``: the mapping's keys are written in where it can be read.
-        args, built = expand(call, ctx)
-        placed.append((place(_policy(call, args, ctx), built, ctx), built))
-    return merge(placed)
+    # ``@stamina.retry(**GUNDI_API_RETRY)``: the mapping's keys are written in where it can be read.
+    return policies_of(calls_named(ctx, POLICIES), ctx, _policy)
 
 
 def _policy(call: cst.Call, args: Args, ctx: ModuleContext) -> RetryPolicy:
