@@ -66,8 +66,9 @@ def loops_until_a_state(loop: cst.CSTNode, result_names: FrozenSet[str]) -> bool
     return isinstance(loop, cst.While) and _state_test(loop.test, result_names)
 
 
-#: A class whose job is to wait for a condition: airflow's and dagster's sensors (``HttpSensorTrigger``).
-_SENSOR = re.compile(r"Sensor")
+#: A class whose job is to wait for a condition: airflow's sensors (``S3KeySensor``, ``HttpSensorTrigger``,
+#: ``BaseSensorOperator``), not ``SensorReader``.
+_SENSOR = re.compile(r"Sensor(Trigger|Operator|Async)?$")
 
 
 def waits_by_name(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
