@@ -143,3 +143,18 @@ def reads_a_local_file(call: cst.Call) -> bool:
         return True
     modes = [a.value for a in call.args if a.keyword is None or a.keyword.value == "mode"]
     return any(_string(m) in _READ_MODES for m in modes)
+
+
+def asks_for_a_state(test: cst.BaseExpression, ctx: ModuleContext) -> bool:
+    """A guard that waits for a state: ``if not result.ready():``, a name bound once to such a
+    question (``ready = deps.ready()`` then ``if not ready:``), or a call's answer compared with
+    a state name (``if job.status() != "DONE":``)."""
+    inner = test.expression if isinstance(test, cst.UnaryOperation) else test
+    if isinstance(inner, cst.Name):
+        bindings = ctx.bindings(inner)
+        if len(bindings) != 1 or not isinstance(bindings[0].value, cst.Call):
+            return False
+        inner = bindings[0].value
+    if isinstance(inner, cst.Call):
+        return isinstance(inner.func, cst.Attribute) and inner.func.attr.value in _STATE_QUESTIONS
+    return isinstance(inner, cst.Comparison) and _state_test(inner, frozenset())

@@ -167,6 +167,16 @@ CASES = {
          "    try:\n        pass\n    except Exception as exc:\n        raise self.retry(exc=exc, countdown=2 ** self.request.retries)\n",
          {"RTY203", "RTY301"}),
         ("from celery import shared_task\n@shared_task\ndef f(): ...\n", set()),
+        # celery's chord_unlock: a task that polls a state at its own pace is no retry ...
+        ("from celery import Celery\napp = Celery('x')\n@app.task(bind=True, max_retries=None)\ndef unlock(self, deps, interval=1):\n"
+         "    try:\n        ready = deps.ready()\n    except Exception as exc:\n"
+         "        raise self.retry(exc=exc, countdown=interval)\n    else:\n        if not ready:\n"
+         "            raise self.retry(countdown=interval)\n", set()),
+        # ... but one whose failures retry at another pace is judged as a retry.
+        ("from celery import Celery\napp = Celery('x')\n@app.task(bind=True, max_retries=None)\ndef unlock(self, deps, interval=1):\n"
+         "    try:\n        ready = deps.ready()\n    except Exception as exc:\n"
+         "        raise self.retry(exc=exc, countdown=5)\n    else:\n        if not ready:\n"
+         "            raise self.retry(countdown=interval)\n", {"RTY102", "RTY202", "RTY301"}),
     ],
     "dramatiq": [
         ("import dramatiq\n@dramatiq.actor(max_retries=None)\ndef f(): ...\n", {"RTY102", "RTY301"}),

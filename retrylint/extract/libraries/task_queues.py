@@ -22,6 +22,7 @@ from ...syntax import DEFERRED, dotted_name, walk
 from ..context import ModuleContext
 from ..delays import CounterInfo, DelayEnv, classify
 from ..errors import describe_handler, retried_error
+from ..polls import asks_for_a_state
 from .common import Args, build, clause, decorated, last, names_of, predicate, resolve, scaled, text_trigger, value
 
 CELERY_TASKS = frozenset({"celery.shared_task", "celery.task", "celery.app.shared_task"})
@@ -147,12 +148,15 @@ def _self_retries(function: cst.FunctionDef, options: Dict[str, cst.BaseExpressi
     """``raise self.retry(exc=exc, countdown=...)`` inside a bound task."""
     params = function.params.params
     receiver = params[0].name.value if params else None
+    calls = [
+        node for node in walk(function.body, skip=DEFERRED)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "retry" and dotted_name(node.func.value) == receiver
+    ]
+    if _polls(calls, function, ctx):
+        return []
     out = []
-    for node in walk(function.body, skip=DEFERRED):
-        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
-            continue
-        if node.func.attr.value != "retry" or dotted_name(node.func.value) != receiver:
-            continue
+    for node in calls:
         args = Args.of(node)
         max_retries = args.get("max_retries") or options.get("max_retries")
         bound = _celery_bound(max_retries, ctx)
@@ -175,6 +179,22 @@ def _self_retries(function: cst.FunctionDef, options: Dict[str, cst.BaseExpressi
             errors.append(retried_error(describe_handler(handler, ctx), ctx, False, False))
         out.append(build("celery", node, ctx, bound, delay, errors, description="celery `self.retry(...)`"))
     return out
+
+
+def _polls(calls: List[cst.Call], function: cst.FunctionDef, ctx: ModuleContext) -> bool:
+    """``if not deps.ready(): raise self.retry(countdown=interval)`` (celery's ``chord_unlock``):
+    the task polls a state at its own pace, and a failure that retries at the same pace adds no
+    call the poll would not make (see :mod:`..polls`)."""
+    paces = {ctx.code(countdown) if (countdown := Args.of(call).get("countdown")) is not None else None for call in calls}
+    if len(paces) != 1 or None in paces:
+        return False
+    for call in calls:
+        if any(isinstance(a, cst.ExceptHandler) for a in ctx.ancestors(call)):
+            continue  # the failure path; the not-ready path is what makes the task a poll
+        guard = next((a for a in ctx.ancestors(call) if isinstance(a, cst.If)), None)
+        if guard is not None and ctx.is_inside(guard, function) and asks_for_a_state(guard.test, ctx):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------- dramatiq
