@@ -29,9 +29,11 @@ def parse_target(target: str) -> Tuple[str, Optional[int]]:
 def select_sites(policies: List[RetryPolicy], line: Optional[int]) -> List[RetryPolicy]:
     if line is None:
         return policies
+    # The site's own lines, or its header: a decorator line, and the use of a policy whose report
+    # moved to where its arguments are built (``@stamina.retry(**POLICY)``).
     containing = [
         p for p in policies if p.extent is not None and p.extent.line <= line <= p.extent.end_line
-    ] or [p for p in policies if p.location.line == line]
+    ] or [p for p in policies if p.location.line == line or line in p.header_lines]
     if not containing:
         return []
     # The innermost site: the one that starts last.

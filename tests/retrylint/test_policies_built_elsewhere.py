@@ -498,6 +498,9 @@ def test_explain_shows_where_the_arguments_were_built(project, run):
     assert "case.py:3:" in out and "RTY202" in out
     code, out, _ = run("explain", "case.py:3")
     assert "values from: `retry(**RETRY_ARGS)`: arguments from `**RETRY_ARGS`, case.py:3" in out
+    # Asked at the use (the decorator line, as a reader points at it), explain finds it too.
+    code, used, _ = run("explain", "case.py:5")
+    assert code == 0 and used == out
 
 
 def test_arguments_and_strategies_imported_from_another_module(project, run):
