@@ -694,6 +694,9 @@ class Program:
         #: (function, parameter, index) → each caller's (value, line), for :meth:`arguments_for`
         self._arguments: Dict[Tuple[str, str, Optional[int]], Optional[List[Tuple[Any, int]]]] = {}
         self._call_index: Optional[Dict[str, List[ast.Call]]] = None
+        self._held: Optional[frozenset] = None
+        self._method_held: Dict[Tuple[str, str], Optional[str]] = {}
+        self._writes_of_class: Dict[str, Dict[str, List[Tuple[ast.AST, ast.AST]]]] = {}
 
     # -- facts of modules
 
@@ -878,6 +881,81 @@ class Program:
                 stack.extend((child, inside) for child in ast.iter_child_nodes(node))
             self._call_index = index
         return self._call_index.get(function, [])
+
+    def method_held(self, owner: str, attribute: str) -> Optional[str]:
+        """The method an attribute holds: set once, in ``__init__``, to ``self.other`` or to
+        ``param or self.other`` where ``param`` defaults to None and no instantiation in this
+        module passes it (``backoff_fn=None`` … ``self._backoff_fn = backoff_fn or self.backoff``,
+        then ``self._backoff_fn(n)``). Read from the whole file: narrowing may blank ``__init__``."""
+        key = (owner, attribute)
+        if key not in self._method_held:
+            self._method_held[key] = self._read_method_held(owner, attribute)
+        return self._method_held[key]
+
+    def _self_writes(self, owner: str) -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
+        """``self.x = …`` in the class's methods, read once per class: attribute → (method, node)."""
+        if owner not in self._writes_of_class:
+            writes: Dict[str, List[Tuple[ast.AST, ast.AST]]] = {}
+            found = self.own().class_nodes.get(owner)
+            for function in found[0].body if found is not None else ():
+                if not isinstance(function, _FUNCTIONS):
+                    continue
+                for node in ast.walk(function):
+                    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                                    and target.value.id == "self":
+                                writes.setdefault(target.attr, []).append((function, node))
+            self._writes_of_class[owner] = writes
+        return self._writes_of_class[owner]
+
+    def _read_method_held(self, owner: str, attribute: str) -> Optional[str]:
+        writes = self._self_writes(owner).get(attribute, [])
+        if len(writes) != 1 or writes[0][0].name != "__init__" or not isinstance(writes[0][1], ast.Assign):
+            return None
+        init, value = writes[0][0], writes[0][1].value
+        if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2 \
+                and isinstance(value.values[0], ast.Name):
+            param = value.values[0].id
+            positional = init.args.args
+            defaults = dict(zip([a.arg for a in positional][len(positional) - len(init.args.defaults):], init.args.defaults))
+            defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
+            default = defaults.get(param)
+            if not (isinstance(default, ast.Constant) and default.value is None):
+                return None
+            names = [a.arg for a in positional]
+            index = names.index(param) - 1 if param in names else None  # after ``self``
+            if self.passes(owner, param, index):
+                return None
+            value = value.values[1]
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+            return value.attr
+        return None
+
+    def held_methods(self) -> frozenset:
+        """Methods called through an attribute that holds them (:meth:`method_held`):
+        ``self._backoff_fn(n)`` uses ``backoff``."""
+        if self._held is None:
+            held = set()
+            for owner, (node, _known) in self.own().class_nodes.items():
+                for call in ast.walk(node):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                            and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+                        method = self.method_held(owner, call.func.attr)
+                        if method is not None:
+                            held.add(method)
+            self._held = frozenset(held)
+        return self._held
+
+    def passes(self, cls: str, parameter: str, index: Optional[int]) -> bool:
+        """Does any instantiation ``cls(...)`` in this module pass ``__init__``'s ``parameter``
+        (by keyword, at position ``index`` after ``self``, or through ``*``/``**``)?"""
+        for call in self._calls_of(cls):
+            if any(k.arg is None or k.arg == parameter for k in call.keywords):
+                return True
+            if any(isinstance(a, ast.Starred) for a in call.args) or (index is not None and len(call.args) > index):
+                return True
+        return False
 
     def retry_policy_of(self, qualified: str) -> Optional["RetryPolicy"]:
         """The retry policy of a function defined in another module of the checked tree, by

@@ -188,6 +188,8 @@ def _success_exit(roots: List[ast.stmt], written: Set[str]) -> bool:
 
 def _may_say_success(test: ast.AST, positive: bool, written: Set[str]) -> bool:
     """``loops.is_success_test``, with status tests and results taken at their widest."""
+    while isinstance(test, ast.Await):
+        test = test.value
     if isinstance(test, ast.Call) and RETRY_DECISION.search(last_name(test.func) or ""):
         return not positive and _mentions(test, written)
     if not positive and isinstance(test, (ast.Name, ast.Attribute)) and LEFTOVER.search(_dotted(test)):

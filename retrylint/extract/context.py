@@ -388,6 +388,10 @@ class ModuleContext:
             return None
         owner = self.enclosing_class(call) if receiver in ("self", "cls") else None
         found = self.program.helper(name, receiver, owner)
+        if found is None and receiver == "self" and owner is not None:
+            # ``self._backoff_fn = backoff_fn or self.backoff`` in ``__init__``: the method it holds
+            method = self.program.method_held(owner, name)
+            found = self.program.helper(method, receiver, owner) if method is not None else None
         if found is None:
             return None
         helper, facts = found

@@ -712,6 +712,7 @@ def _success_exit(
 
 
 def is_success_test(test: cst.BaseExpression, positive: bool, ctx: ModuleContext, result_names: FrozenSet[str]) -> bool:
+    test = unwrap_await(test)  # ``if not await self.should_retry(resp, err):`` as its sync twin
     if isinstance(test, cst.Call) and RETRY_DECISION.search(last_name(test.func) or ""):
         # ``if not retry_func(response): return response``: true means "retry".
         return not positive and _mentions_result(test, result_names)

@@ -61,7 +61,7 @@ def extract_strategies(ctx: ModuleContext) -> List[RetryPolicy]:
     own = program.own()
     if not own.helpers:
         return []
-    used_here = program.called_names()
+    used_here = program.called_names() | program.held_methods()
     out: List[RetryPolicy] = []
     for key, helper in own.helpers.items():
         if helper.returns is None:

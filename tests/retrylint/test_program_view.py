@@ -501,3 +501,58 @@ def test_a_token_reset_by_a_helper_of_the_same_class_resends_once():
     assert _findings(source) == []
     twin = source.replace("self.access_token = None", "self.refresh_token = None")
     assert {"RTY103", "RTY201"} <= {f.code for f in _findings(twin)}
+
+
+# ------------------------------------------------ a strategy held by an attribute (tencentcloud)
+
+HELD = """
+class StandardRetryer:
+    def __init__(self, max_attempts=3, backoff_fn=None):
+        self._max_attempts = max_attempts
+        self._backoff_fn = backoff_fn or self.backoff
+
+    {def} send_request(self, fn):
+        err = None
+        for n in range(self._max_attempts):
+            try:
+                return {aw}fn()
+            except ConnectionError as e:
+                err = e
+            if not {aw}self.should_retry(err):
+                raise err
+            sleep = {aw}self._backoff_fn(n)
+            {sleep}(sleep)
+        raise err
+
+    @staticmethod
+    {def} should_retry(err):
+        return isinstance(err, ConnectionError)
+
+    @staticmethod
+    {def} backoff(n):
+        return 2 ** n
+"""
+
+
+def _held(flavour: str, extra: str = "") -> list:
+    sync = {"def": "def", "aw": "", "sleep": "time.sleep"}
+    asynchronous = {"def": "async def", "aw": "await ", "sleep": "await asyncio.sleep"}
+    source = "import asyncio\n" + HELD.format(**(sync if flavour == "sync" else asynchronous)) + extra
+    return [(f.code, f.location.line) for f in _findings(source)]
+
+
+def test_a_backoff_method_held_by_an_attribute_is_the_retrys_delay_sync_and_async():
+    # ``self._backoff_fn = backoff_fn or self.backoff`` with ``backoff_fn=None``: the loop backs
+    # off ``2 ** n`` without jitter, reported once, at the retry (the strategy's own module).
+    for flavour in ("sync", "async"):
+        found = _held(flavour)
+        assert [code for code, _ in found] == ["RTY203"], (flavour, found)
+        assert found[0][1] > 8, (flavour, found)  # in send_request, not at ``def backoff``
+
+
+def test_a_backoff_function_a_caller_passes_is_unknown():
+    # A caller hands its own ``backoff_fn``: the retry's delay is unknown; the jitterless
+    # strategy is then judged on its own, at its definition (the last lines of the class).
+    found = _held("sync", "\nRETRYER = StandardRetryer(backoff_fn=lambda n: 1)\n")
+    backoff_line = 2 + HELD.splitlines().index("    {def} backoff(n):") + 1  # two import lines first
+    assert found == [("RTY203", backoff_line)], found
