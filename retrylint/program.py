@@ -82,6 +82,9 @@ class ClassFacts:
     from_parameters: Dict[str, str] = field(default_factory=dict)
     #: ``__init__`` parameter → its position after ``self`` (for positional callers)
     positions: Dict[str, int] = field(default_factory=dict)
+    #: attribute → the method it holds, set once in ``__init__`` (``self._backoff_fn = backoff_fn
+    #: or self.backoff`` with ``backoff_fn=None``); dropped when a caller here passes the parameter
+    held: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -498,6 +501,7 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
                 index = cls.positions.get(parameter)
                 if everything or parameter in passed or (index is not None and index < len(node.args)):
                     cls.values.pop(attribute, None)
+                    cls.held.pop(attribute, None)
                     cls.unknown.add(attribute)
 
 
@@ -580,12 +584,16 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
                     value, how, parameter = _init_value(value_node, defaults, constants)
                     if parameter is not None:
                         facts.from_parameters[target.attr] = parameter  # type: ignore[union-attr]
+                    method = _method_reference(value_node, defaults)
+                    if method is not None:
+                        facts.held[target.attr] = method  # type: ignore[union-attr]
                     note(target.attr, value, sub.lineno, how)  # type: ignore[union-attr]
     for name, count in counts.items():
         if count == 1 and name in found and name not in facts.unknown:
             facts.values[name] = found[name]
         else:
             facts.unknown.add(name)
+    facts.held = {name: method for name, method in facts.held.items() if counts.get(name) == 1}
     return facts
 
 
@@ -651,6 +659,17 @@ def _init_value(value: ast.AST, defaults: Dict[str, Any],
     return fold(value, constants), "set in __init__", None
 
 
+def _method_reference(value: ast.AST, defaults: Dict[str, Any]) -> Optional[str]:
+    """``self.backoff``, or ``param or self.backoff`` with ``param=None``: the method named."""
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2:
+        first, value = value.values
+        if not (isinstance(first, ast.Name) and defaults.get(first.id, _MISSING) is None):
+            return None
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+        return value.attr
+    return None
+
+
 def _unless_off(value: Any) -> Any:
     """A parameter defaulting to 0, 1 or None usually switches a feature off (``num_attempts=1``,
     ``retries=None``); the retry written for those who switch it on must still be judged."""
@@ -695,8 +714,6 @@ class Program:
         self._arguments: Dict[Tuple[str, str, Optional[int]], Optional[List[Tuple[Any, int]]]] = {}
         self._call_index: Optional[Dict[str, List[ast.Call]]] = None
         self._held: Optional[frozenset] = None
-        self._method_held: Dict[Tuple[str, str], Optional[str]] = {}
-        self._writes_of_class: Dict[str, Dict[str, List[Tuple[ast.AST, ast.AST]]]] = {}
 
     # -- facts of modules
 
@@ -883,79 +900,27 @@ class Program:
         return self._call_index.get(function, [])
 
     def method_held(self, owner: str, attribute: str) -> Optional[str]:
-        """The method an attribute holds: set once, in ``__init__``, to ``self.other`` or to
-        ``param or self.other`` where ``param`` defaults to None and no instantiation in this
-        module passes it (``backoff_fn=None`` … ``self._backoff_fn = backoff_fn or self.backoff``,
-        then ``self._backoff_fn(n)``). Read from the whole file: narrowing may blank ``__init__``."""
-        key = (owner, attribute)
-        if key not in self._method_held:
-            self._method_held[key] = self._read_method_held(owner, attribute)
-        return self._method_held[key]
-
-    def _self_writes(self, owner: str) -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
-        """``self.x = …`` in the class's methods, read once per class: attribute → (method, node)."""
-        if owner not in self._writes_of_class:
-            writes: Dict[str, List[Tuple[ast.AST, ast.AST]]] = {}
-            found = self.own().class_nodes.get(owner)
-            for function in found[0].body if found is not None else ():
-                if not isinstance(function, _FUNCTIONS):
-                    continue
-                for node in ast.walk(function):
-                    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                                    and target.value.id == "self":
-                                writes.setdefault(target.attr, []).append((function, node))
-            self._writes_of_class[owner] = writes
-        return self._writes_of_class[owner]
-
-    def _read_method_held(self, owner: str, attribute: str) -> Optional[str]:
-        writes = self._self_writes(owner).get(attribute, [])
-        if len(writes) != 1 or writes[0][0].name != "__init__" or not isinstance(writes[0][1], ast.Assign):
-            return None
-        init, value = writes[0][0], writes[0][1].value
-        if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2 \
-                and isinstance(value.values[0], ast.Name):
-            param = value.values[0].id
-            positional = init.args.args
-            defaults = dict(zip([a.arg for a in positional][len(positional) - len(init.args.defaults):], init.args.defaults))
-            defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
-            default = defaults.get(param)
-            if not (isinstance(default, ast.Constant) and default.value is None):
-                return None
-            names = [a.arg for a in positional]
-            index = names.index(param) - 1 if param in names else None  # after ``self``
-            if self.passes(owner, param, index):
-                return None
-            value = value.values[1]
-        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
-            return value.attr
-        return None
+        """The method an attribute of ``owner`` holds (:attr:`ClassFacts.held`), read from the
+        whole file: narrowing may blank ``__init__``."""
+        cls = self.own().classes.get(owner)
+        return cls.held.get(attribute) if cls is not None else None
 
     def held_methods(self) -> frozenset:
         """Methods called through an attribute that holds them (:meth:`method_held`):
         ``self._backoff_fn(n)`` uses ``backoff``."""
         if self._held is None:
             held = set()
-            for owner, (node, _known) in self.own().class_nodes.items():
-                for call in ast.walk(node):
+            own = self.own()
+            for owner, cls in own.classes.items():
+                if not cls.held:
+                    continue  # most classes hold no method: their bodies are not walked
+                for call in ast.walk(own.class_nodes[owner][0]):
                     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
-                            and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
-                        method = self.method_held(owner, call.func.attr)
-                        if method is not None:
-                            held.add(method)
+                            and isinstance(call.func.value, ast.Name) and call.func.value.id == "self" \
+                            and call.func.attr in cls.held:
+                        held.add(cls.held[call.func.attr])
             self._held = frozenset(held)
         return self._held
-
-    def passes(self, cls: str, parameter: str, index: Optional[int]) -> bool:
-        """Does any instantiation ``cls(...)`` in this module pass ``__init__``'s ``parameter``
-        (by keyword, at position ``index`` after ``self``, or through ``*``/``**``)?"""
-        for call in self._calls_of(cls):
-            if any(k.arg is None or k.arg == parameter for k in call.keywords):
-                return True
-            if any(isinstance(a, ast.Starred) for a in call.args) or (index is not None and len(call.args) > index):
-                return True
-        return False
 
     def retry_policy_of(self, qualified: str) -> Optional["RetryPolicy"]:
         """The retry policy of a function defined in another module of the checked tree, by

@@ -295,15 +295,13 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
         if not exits and not guards_call:
             continue
         mentioned = {n.split(".")[0] for n in _names(node.test)} | set(_names(node.test))
-        if guards_call and (_guard_made_false(node, call, ctx) or _guard_cleared_by_attempt(node, call, ctx)):
-            # ``if cwd not in sys.path: sys.path.insert(0, cwd); return load(path)``: the repair
-            # makes its own guard false, so the call runs again at most once.
-            attempts = 2.0 if attempts is None else _tighter_num(attempts, 2.0)
-            texts.append("once: if " + ctx.code(node.test))
-            checked = True
-            continue
-        if guards_call and any(roles.get(m) == "const" and _flips_default(func, call, m) for m in mentioned):
-            # ``if retry and …: return f(retry=False)`` under ``retry=True``: exactly one retry.
+        if guards_call and (
+            # ``if retry and …: return f(retry=False)`` under ``retry=True``; ``if cwd not in
+            # sys.path: sys.path.insert(0, cwd); return load(path)``; a helper of the attempt that
+            # resets ``self.access_token``: the guard is false on the next call, so one retry.
+            any(roles.get(m) == "const" and _flips_default(func, call, m) for m in mentioned)
+            or _guard_made_false(node, call, ctx) or _guard_cleared_by_attempt(node, call, ctx)
+        ):
             attempts = 2.0 if attempts is None else _tighter_num(attempts, 2.0)
             texts.append("once: if " + ctx.code(node.test))
             checked = True
