@@ -161,7 +161,7 @@ def _try_may_retry(
     ):
         return False
     attempt = list(node.body) + list(node.orelse)
-    return _success_exit(attempt + rest, written) or (isinstance(loop, ast.While) and _attempt_sets_test(loop, attempt))
+    return _success_exit(attempt + rest, written) or (isinstance(loop, ast.While) and _attempt_sets_test(loop, attempt + rest))
 
 
 def _success_exit(roots: List[ast.stmt], written: Set[str]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -143,6 +143,9 @@ class DelayEnv:
     #: The sleep call itself, when there is one.
     sleep_node: Optional[cst.CSTNode] = None
     depth: int = 0
+    #: Objects whose methods the loop calls (``attempt.update_delay(now)``): their attributes
+    #: change from pass to pass even though no assignment in the loop names them.
+    mutated: FrozenSet[str] = frozenset()
     #: Read a parameter as this module's callers pass it (delays: yes). A *bound* is not read
     #: that way: callers elsewhere may pass another limit, and a small one known here would
     #: hide the retry from rules that spare two attempts (only a None limit is judged).
@@ -268,6 +271,8 @@ def _shape_of_name(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
     writes = env.loop_writes.get(name)
     if writes:
         return _written_in_loop(name, expr, writes, env)
+    if isinstance(expr, cst.Attribute) and name.split(".", 1)[0] in env.mutated:
+        return UNKNOWN_SHAPE  # ``sleep(attempt.delay)`` after ``attempt.update_delay(now)``
     return _loop_invariant(expr, env)
 
 
@@ -429,7 +434,9 @@ def _adjust(name: str, write: Binding, shape: Shape, env: DelayEnv) -> Optional[
             return _shift(shape, delta)
         return None
     if not _mentions(value, name):
-        return None  # replaced again within the iteration: two different values
+        # Replaced again within the iteration: the same value (``min(interval, remaining)``
+        # after ``interval``) or a second one.
+        return shape if _sub(value, env) == shape else None
     if isinstance(value, cst.Call) and env.ctx.call_name(value) & {"min"}:
         positional, _ = call_args(value)
         others = [a for a in positional if not _is_bare(a, name)]
@@ -888,10 +895,28 @@ def _call(call: cst.Call, env: DelayEnv) -> Shape:
     return UNKNOWN_SHAPE
 
 
+#: What is left of a deadline: ``remaining``, ``time_left``, ``timer.timeout_secs``.
+_TIME_LEFT = re.compile(r"(remain|time_?left|left_?time|time_?out|deadline|budget)", re.I)
+_CLOCKS = frozenset({"monotonic", "time", "perf_counter", "monotonic_ns", "time_ns"})
+
+
+def _time_left(expr: cst.BaseExpression) -> bool:
+    """``remaining``, ``deadline - time.monotonic()``, ``max(0.0, timer.timeout_secs or 0.0)``:
+    the wait is clamped at the deadline, which changes the last wait only."""
+    for node in walk(expr):
+        if isinstance(node, (cst.Name, cst.Attribute)) and _TIME_LEFT.search(dotted_name(node) or ""):
+            return True
+        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in _CLOCKS:
+            return True
+    return False
+
+
 def _min(args: Sequence[cst.BaseExpression], env: DelayEnv) -> Shape:
     shapes = [_sub(a, env) for a in args]
     consts = [s for s in shapes if s.kind == "const"]
     others = [s for s in shapes if s.kind != "const"]
+    if consts and others and all(_time_left(a) for a, s in zip(args, shapes) if s.kind != "const"):
+        others = []  # ``min(interval, remaining)``: the interval, until the deadline clamps the last wait
     if not others:
         values = [s.value for s in consts]
         return const(min(values)) if all(known(v) for v in values) else CONST_UNKNOWN  # type: ignore[type-var]

@@ -50,6 +50,7 @@ from ..syntax import (
     dotted_name,
     if_branches,
     last_name,
+    number,
     outcomes,
     statement_calls,
     statements,
@@ -523,7 +524,11 @@ def _analyse_try(
         retrying=retrying,
         exiting=exiting,
         rest=rest,
-        success_exit=_success_exit(success_path, rest, loop, ctx, result_names, _in_inner_loop(node, loop, ctx)),
+        success_exit=_success_exit(
+            success_path, rest, loop, ctx, result_names, _in_inner_loop(node, loop, ctx),
+            # A flag set after the try is set on success only when no handler falls through to it.
+            flag_roots=success_path + (rest if not any(FALL in _handler_outcomes(h, ctx) for h in handlers) else []),
+        ),
         operation=operation,
     )
 
@@ -578,11 +583,42 @@ def _same_operation_again(
         return replace(analysis, retrying=[])  # ``fixed = fix_chain.invoke(...)``: each pass repairs
     kept = [
         h for h in analysis.retrying
-        if changed_on_path(regions_of[id(h.node)], reads) is None
+        if not _failure_ends_loop(h, loop)
+        and changed_on_path(regions_of[id(h.node)], reads) is None
         and not creates_missing(h.node, None, ctx)
         and not populates_missing(h, regions_of[id(h.node)], ctx)
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
+
+
+def _failure_ends_loop(handler: Handler, loop: cst.CSTNode) -> bool:
+    """The handler makes the ``while`` test false before going round: ``while not err:`` with
+    ``except OSError as e: err = e; continue`` tries once and leaves (the next address)."""
+    if not isinstance(loop, cst.While):
+        return False
+    test, wanted_truthy = loop.test, False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, wanted_truthy = test.expression, True
+    if not isinstance(test, cst.Name):
+        return False
+    for small in statements(handler.node.body):  # top level only: what every path does
+        if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == test.value):
+            truthy = _truthiness(small.value, handler)
+            if truthy is not None and truthy == wanted_truthy:
+                return True
+    return False
+
+
+def _truthiness(value: cst.BaseExpression, handler: Handler) -> Optional[bool]:
+    if isinstance(value, cst.Name):
+        if value.value in ("True", "False", "None"):
+            return value.value == "True"
+        return True if value.value == handler.variable else None  # an exception is truthy
+    number_value = number(value)
+    if number_value is not None:
+        return bool(number_value)
+    return None
 
 
 def timeout_only(handler: Handler) -> bool:
@@ -681,7 +717,7 @@ def _in_inner_loop(node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> 
 
 def _success_exit(
     attempt: List[cst.CSTNode], rest: List[cst.CSTNode], loop: cst.CSTNode, ctx: ModuleContext, result_names: FrozenSet[str],
-    inner: bool = False,
+    inner: bool = False, flag_roots: Optional[List[cst.CSTNode]] = None,
 ) -> bool:
     """Does the normal completion of the attempt leave the loop?
 
@@ -698,7 +734,7 @@ def _success_exit(
             n for call in walk(loop.test) if isinstance(call, cst.Call) and last_name(call.func) == "wait"
             for arg in call.args for n in _names(arg.value)
         }
-        for root in attempt:
+        for root in attempt if flag_roots is None else flag_roots:
             for node in walk(root, skip=DEFERRED + LOOPS + (cst.ExceptHandler,)):
                 if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                     targets = node.targets if isinstance(node, cst.Assign) else [node]
@@ -1171,7 +1207,9 @@ def _delay(
         opaque_targets=iteration.opaque_targets,
         sleep_line=ctx.location(sleep.call).line,
         sleep_node=sleep.call,
+        mutated=mutated,
     )
+    mutated = _method_receivers(loop)
     usable = [s for s in sleeps if not _in_exit_branch(s.call, loop, ctx)]
     in_try = lambda s: any(ctx.is_inside(s.call, t.node) for t in retry_trys)  # noqa: E731
     in_rest = lambda s: any(ctx.is_inside(s.call, r) or s.call is r for t in retry_trys for r in t.rest)  # noqa: E731
@@ -1221,6 +1259,21 @@ def _delay(
         anchor = sleep.call if sleep is not None and len(sleeps_used) == 1 else None
         return replace(first, honours_retry_after=honours), where, (), anchor
     return Delay(DelayKind.UNKNOWN, text=first.text), None, tuple(dict.fromkeys(immediate)), None
+
+
+#: Methods that move a schedule on: ``attempt.update_delay(now)``, ``backoff.next()``.
+_STEPS_A_SCHEDULE = re.compile(r"(update|next|advance|step|increment|bump|grow|backoff|delay|fail)", re.I)
+
+
+def _method_receivers(loop: cst.CSTNode) -> FrozenSet[str]:
+    """Local objects the loop steps through a method (not ``self``: its attributes are
+    read as set in ``__init__`` unless the loop assigns them)."""
+    found = set()
+    for node in walk_local(loop.body):  # type: ignore[attr-defined]
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
+            if node.func.value.value not in ("self", "cls") and _STEPS_A_SCHEDULE.search(node.func.attr.value):
+                found.add(node.func.value.value)
+    return frozenset(found)
 
 
 def _iterates_a_backoff(loop: cst.For, ctx: ModuleContext) -> bool:

@@ -577,6 +577,43 @@ PAIRS = [
         """,
         ["RTY201", "RTY301"],
     ),
+    (
+        "failure-ends-the-while",  # websocket-client _http.py: one connect per address, then the next
+        """
+        {def} connect(addresses):
+            for address in addresses:
+                sock = socket.socket()
+                err = None
+                while not err:
+                    try:
+                        {aw}sock.connect(address)
+                    except OSError as error:
+                        sock.close()
+                        err = error
+                        continue
+                    else:
+                        break
+                else:
+                    continue
+                break
+            return sock
+        """,
+        """
+        {def} connect(address):
+            sock = socket.socket()
+            err = None
+            while not err:
+                try:
+                    {aw}sock.connect(address)
+                except OSError as error:
+                    last = error
+                    continue
+                else:
+                    break
+            return sock
+        """,
+        ["RTY101", "RTY201"],
+    ),
 ]
 
 
@@ -776,3 +813,116 @@ def test_a_flag_set_both_ways_in_the_loop_is_no_one_shot():
             counter -= 1
     """
     assert "RTY301" in _codes(code, SYNC)
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_flag_set_after_the_try_on_success_only_ends_the_retry(flavour):
+    # ``ok = True`` after a try whose handler continues: set on success only, so the loop retries.
+    found = _codes(
+        """
+        {def} connect(address):
+            ok = False
+            while not ok:
+                try:
+                    sock = {aw}socket.create_connection(address)
+                except OSError:
+                    continue
+                ok = True
+            return sock
+        """,
+        flavour,
+    )
+    assert found == ["RTY101", "RTY201"]
+    # A handler that falls through to the same flag leaves after one failure: no retry.
+    assert _codes(
+        """
+        {def} connect(address):
+            ok = False
+            while not ok:
+                try:
+                    sock = {aw}socket.create_connection(address)
+                except OSError:
+                    sock = None
+                ok = True
+            return sock
+        """,
+        flavour,
+    ) == []
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_an_attribute_of_an_object_the_loop_steps_is_no_fixed_delay(flavour):
+    # psycopg_pool _getconn_with_check_loop: AttemptWithBackoff.update_delay doubles ``delay``.
+    stepped = """
+        {def} getconn(pool, deadline):
+            attempt = None
+            while True:
+                conn = pool.take()
+                try:
+                    {aw}pool.check(conn)
+                except ConnectionError:
+                    pool.put(conn)
+                else:
+                    return conn
+                if not attempt:
+                    attempt = Attempt(timeout=deadline)
+                else:
+                    attempt.{method}(time.monotonic())
+                if attempt.expired():
+                    raise TimeoutError()
+                {sleep}(attempt.delay)
+        """
+    assert "RTY202" not in _codes(stepped.replace("{method}", "update_delay"), flavour)
+    # The same attribute read from an object the loop only asks questions of stays a fixed delay.
+    assert "RTY202" in _codes(stepped.replace("{method}", "record_metrics").replace(
+        "attempt.record_metrics", "stats.record_metrics"), flavour)
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_an_interval_clamped_at_the_deadline_is_a_fixed_delay(flavour):
+    # kafka-python admin: sleep(min(backoff_secs, max(0.0, timer.timeout_secs or 0.0))).
+    retry = """
+        {def} fetch(client, timeout=30):
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    return {aw}client.fetch()
+                except ConnectionError:
+                    if time.monotonic() > deadline:
+                        raise
+                {sleep}(min(5, deadline - time.monotonic()))
+        """
+    assert "RTY202" in _codes(retry, flavour)
+    # A growing delay keeps its cap: min() with a cap named like a timeout is still a cap.
+    capped = """
+        {def} fetch(client, max_timeout=10):
+            for attempt in range(5):
+                try:
+                    return {aw}client.fetch()
+                except ConnectionError:
+                    pass
+                {sleep}(min(2 ** attempt, max_timeout))
+        """
+    found = _codes(capped, flavour)
+    assert "RTY203" in found and "RTY202" not in found
+    # qiniu sandbox wait_for_ready: a readiness wait at min(interval, remaining) is a poll.
+    poll = """
+        {def} wait_for_ready(client, timeout=60, interval=1):
+            started = time.monotonic()
+            while True:
+                elapsed = time.monotonic() - started
+                remaining = max(timeout - elapsed, 0)
+                try:
+                    response = {aw}client.get("/health")
+                    if response.status_code == 200:
+                        return client
+                except ConnectionError:
+                    pass
+                if elapsed >= timeout:
+                    raise TimeoutError()
+                sleep_time = interval
+                if remaining:
+                    sleep_time = min(interval, remaining)
+                {sleep}(sleep_time)
+        """
+    assert _codes(poll, flavour) == []
