@@ -84,12 +84,19 @@ def _not_yet(name: str) -> bool:
     return name in NOT_YET or name.rsplit(".", 1)[-1] in NOT_YET_NAMES
 
 
+_PORT_TAKEN = re.compile(r"\bEADDRINUSE\b")
+
+
 def _retries_only_on_errno(handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:
     """``except OSError as e: if e.errno == errno.EINTR: continue; raise``: EINTR handling,
     also when a helper of the module tests the errno (``if not _is_eintr(e): raise``)."""
     for node in walk_local(handler.body):
         if isinstance(node, cst.If):
             if NOT_YET_ERRNO.search(ctx.code(node.test)):
+                return True
+            if _PORT_TAKEN.search(ctx.code(node.test)) and any(isinstance(n, cst.Raise) for n in walk_local(node)):
+                # ``if port != 0 or e.errno != errno.EADDRINUSE: raise``: only a taken port goes
+                # round, to bind another one (or wait for it to be released), not a failure.
                 return True
             if any(isinstance(n, cst.Call) and ctx.summaries.tests_errno(ctx.helper_key(n)) for n in walk(node.test)):
                 return True

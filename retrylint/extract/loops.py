@@ -698,11 +698,17 @@ _LOCAL_METHODS = frozenset(
 )
 
 
+#: Clock reads under other names (a package's own ``metrics.time``, ``datetime.now``).
+_CLOCK_READS = frozenset({"time", "monotonic", "perf_counter", "time_ns", "monotonic_ns", "now", "utcnow", "today"})
+
+
 def _bookkeeping_call(call: cst.Call, ctx: ModuleContext) -> bool:
     """``time.monotonic()``, ``log.debug(...)``, ``items.index(x)``: not what the attempt does."""
     if ctx.call_name(call) & TIME_FUNCTIONS:
         return True
     name = last_name(call.func) or ""
+    if name in _CLOCK_READS and not call.args:
+        return True  # ``from distributed.metrics import time``; ``datetime.now()``
     if isinstance(call.func, cst.Attribute) and name in _LOCAL_METHODS:
         return True
     receiver = (dotted_name(call.func.value) or "") if isinstance(call.func, cst.Attribute) else ""

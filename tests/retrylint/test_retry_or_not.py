@@ -752,6 +752,12 @@ def test_the_operation_is_never_a_clock_or_local_data_call():
     """
     report = check_source(textwrap.dedent(code), "case.py", settings_with(CODES), want_policies=True)
     assert [p.operation for p in report.policies] == ["self.session.get"]
+    # A clock imported under a package's own name (distributed worker.py: ``from .metrics import time``).
+    wrapped = code.replace("import time\n", "import time\n    from .metrics import monotonic\n").replace(
+        "started = time.monotonic()", "pass").replace("position = items.index", "_start = monotonic()\n                position = items.index")
+    report = check_source(textwrap.dedent(wrapped), "case.py", settings_with(CODES), want_policies=True)
+    assert "_start = monotonic()" in textwrap.dedent(wrapped)
+    assert [p.operation for p in report.policies] == ["self.session.get"]
 
 
 def test_rty302_names_only_the_statuses_retried():
@@ -926,3 +932,36 @@ def test_an_interval_clamped_at_the_deadline_is_a_fixed_delay(flavour):
                 {sleep}(sleep_time)
         """
     assert _codes(poll, flavour) == []
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_binding_until_a_free_port_is_found_is_a_search(flavour):
+    # distributed comm/tcp.py TCPListener.start: port 0 on EADDRINUSE lets the OS pick another.
+    search = """
+        {def} start(listener):
+            for _ in range(5):
+                try:
+                    sockets = {aw}bind_sockets(listener.port, address=listener.ip)
+                except OSError as e:
+                    if listener.port != 0 or e.errno != errno.EADDRINUSE:
+                        raise
+                    exc = e
+                else:
+                    return sockets
+            raise exc
+        """
+    assert _codes(search, flavour) == []
+    # The same loop retrying a refused connection is a retry.
+    assert "RTY201" in _codes(search.replace("EADDRINUSE", "ECONNREFUSED"), flavour)
+    # gunicorn sock.py: a handler that only logs a taken port retries every OSError.
+    logs_only = """
+        {def} bind(addr, log):
+            for i in range(5):
+                try:
+                    return {aw}create_socket(addr)
+                except OSError as e:
+                    if e.args[0] == errno.EADDRINUSE:
+                        log.error("Connection in use: %s", addr)
+                    {sleep}(1)
+        """
+    assert "RTY202" in _codes(logs_only, flavour)
