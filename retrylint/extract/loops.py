@@ -647,6 +647,8 @@ def attempt_waits_with_timeout(node: cst.Try, ctx: ModuleContext, blocking_only:
                 return True
             if wait_method and len(positional) == 1 and len(call.args) == 1:
                 return True
+            if last_name(call.func) in ("wait", "join", "result") and not positional and any(a.star == "**" for a in call.args):
+                return True  # ``process.wait(**wait_args)``: a timeout can only come from what it was given
             continue
         if waits_for and (len(positional) > 1 or "timeout" in keywords):
             return True

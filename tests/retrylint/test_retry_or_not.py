@@ -965,3 +965,19 @@ def test_binding_until_a_free_port_is_found_is_a_search(flavour):
                     {sleep}(1)
         """
     assert "RTY202" in _codes(logs_only, flavour)
+
+
+def test_a_timeout_from_waiting_on_a_process_is_no_failure():
+    # meltano runner/singer.py stop(): wait(**wait_args), kill on TimeoutExpired, wait again.
+    stop = """
+        import subprocess
+        def stop(process, **wait_args):
+            while True:
+                try:
+                    return process.wait(**wait_args)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+        """
+    assert _codes(stop, SYNC) == []
+    # The same loop going round on a failure of the wait is a retry.
+    assert "RTY101" in _codes(stop.replace("subprocess.TimeoutExpired", "OSError"), SYNC)
