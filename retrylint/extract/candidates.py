@@ -161,7 +161,11 @@ def _try_may_retry(
     ):
         return False
     attempt = list(node.body) + list(node.orelse)
-    return _success_exit(attempt + rest, written) or (isinstance(loop, ast.While) and _attempt_sets_test(loop, attempt + rest))
+    return _success_exit(attempt + rest, written) or (
+        # ``loops._success_exit``: a flag set after the try counts when no handler falls through to it.
+        isinstance(loop, ast.While)
+        and _attempt_sets_test(loop, attempt + (rest if not any(FALL in outcomes(h.body) for h in node.handlers) else []))
+    )
 
 
 def _success_exit(roots: List[ast.stmt], written: Set[str]) -> bool:
