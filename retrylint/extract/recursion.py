@@ -31,7 +31,7 @@ from .context import ModuleContext
 from .delays import DelayEnv, classify
 from .waits import Sleep, sleep_of
 from .errors import describe_handler, retried_error
-from .same_operation import creates_missing, populates_missing
+from .same_operation import _MUTATORS, bookkeeping, creates_missing, populates_missing
 from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, timeout_only
 from .status import status_set
 
@@ -173,6 +173,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     failure = _failure_context(call, func, ctx)
     if isinstance(failure, cst.ExceptHandler) and _repairs_before(failure, call, ctx):
         return None  # "not found: create it, then run again" repairs the cause; it does not retry
+    if isinstance(failure, cst.ExceptHandler) and _changes_passed_input(failure, call, func, roles, ctx):
+        return None  # ``kwargs[kwarg] = sanitized`` then ``wrapper(*args, **kwargs)``: a repaired request
     counters = _counters(func, call, roles, ctx)
     for name in counters:
         if roles.get(name) == "pass":
@@ -354,6 +356,47 @@ def _repairs_before(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleConte
         or populates_missing(describe_handler(handler, ctx), [before], ctx)
         or _acts_on_failure(handler, before, ctx)
     )
+
+
+def _changes_passed_input(
+    handler: cst.ExceptHandler, call: cst.Call, func: cst.FunctionDef, roles: Dict[str, str], ctx: ModuleContext,
+) -> bool:
+    """The handler rewrites what it passes on unchanged by name before calling again: a
+    parameter reassigned, an item or attribute of it set, or a mutating method called on it."""
+    call_line = ctx.location(call).line
+    passed = {name for name, role in roles.items() if role == "pass"}
+    for arg in call.args:
+        if arg.star and isinstance(arg.value, cst.Name):
+            passed.add(arg.value.value)  # ``**kwargs`` / ``*args`` handed on as they are
+    if not passed:
+        return False
+    for node in walk(handler.body, skip=DEFERRED):
+        if not isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)) or ctx.location(node).line >= call_line:
+            continue
+        targets: List[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MUTATORS:
+            targets = [node.func.value]
+        for target in targets:
+            if _tunes_the_attempt(target):
+                continue  # ``kwargs["retries"] = n + 1``, ``request.timeout *= 2``: still the same request
+            while isinstance(target, (cst.Subscript, cst.Attribute)):
+                target = target.value
+            if isinstance(target, cst.Name) and target.value in passed:
+                return True
+    return False
+
+
+def _tunes_the_attempt(target: cst.BaseExpression) -> bool:
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+        index = target.slice[0].slice
+        key = index.value.evaluated_value if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString) else None
+        return isinstance(key, str) and bookkeeping(key)
+    name = dotted_name(target)
+    return bool(name) and bookkeeping(name)  # type: ignore[arg-type]
 
 
 def _acts_on_failure(handler: cst.ExceptHandler, before: cst.CSTNode, ctx: ModuleContext) -> bool:

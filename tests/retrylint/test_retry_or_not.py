@@ -614,6 +614,52 @@ PAIRS = [
         """,
         ["RTY101", "RTY201"],
     ),
+    (
+        "recursion-repairs-its-kwargs",  # awswrangler dynamodb/_read.py: escape a reserved keyword
+        """
+        {def} wrapper(*args, **kwargs):
+            try:
+                return {aw}query(*args, **kwargs)
+            except ClientError as e:
+                kwarg = e.response.get("param")
+                if kwarg:
+                    kwargs[kwarg] = kwargs[kwarg].replace(word(e), "#" + word(e))
+                    return {aw}wrapper(*args, **kwargs)
+                raise
+        """,
+        """
+        {def} wrapper(*args, **kwargs):
+            try:
+                return {aw}query(*args, **kwargs)
+            except ClientError as e:
+                kwarg = e.response.get("param")
+                if kwarg:
+                    log.warning("retrying %s", kwarg)
+                    return {aw}wrapper(*args, **kwargs)
+                raise
+        """,
+        ["RTY201"],
+    ),
+    (
+        "recursion-moves-to-a-mirror",  # the failure path reassigns the input it passes on
+        """
+        {def} fetch(url, **kwargs):
+            try:
+                return {aw}download(url, **kwargs)
+            except ConnectionError:
+                url = next_mirror(url)
+                return {aw}fetch(url, **kwargs)
+        """,
+        """
+        {def} fetch(url, **kwargs):
+            try:
+                return {aw}download(url, **kwargs)
+            except ConnectionError:
+                kwargs["timeout"] = kwargs.get("timeout", 5) * 2
+                return {aw}fetch(url, **kwargs)
+        """,
+        ["RTY103", "RTY201"],
+    ),
 ]
 
 
