@@ -502,7 +502,10 @@ def _analyse_try(
     operation = _operation(node, ctx)
     rest = rest_after(node, loop, ctx)
     rest_out = outcomes(rest)
-    loops_back = bool(rest_out & {FALL, CONTINUE}) and not _raises_through_helper(rest, ctx)
+    loops_back = (
+        bool(rest_out & {FALL, CONTINUE}) and not _raises_through_helper(rest, ctx)
+        and not _goes_round_only_on_new_work(rest, loop)
+    )
     retrying, exiting = [], []
     for handler in handlers:
         result = _handler_outcomes(handler, ctx)
@@ -531,6 +534,53 @@ def _analyse_try(
         ),
         operation=operation,
     )
+
+
+def _goes_round_only_on_new_work(rest: Sequence[cst.CSTNode], loop: cst.CSTNode) -> bool:
+    """After the try the loop leaves, unless a flag it clears on every pass was set again by
+    someone else (posthog's deferred lifecycle: ``self._dirty = False`` at the top, then
+    ``if self._dirty: continue`` / ``return``): new work arrived, the failure is not retried."""
+    if not rest or FALL in outcomes(rest):
+        return False
+    flags = set()
+    for node in rest:
+        for inner in walk(node, skip=DEFERRED + LOOPS):
+            if isinstance(inner, cst.Continue):
+                guard = next((a for a in _enclosing_ifs(inner, node)), None)
+                name = dotted_name(guard.test) if guard is not None else None
+                if not name:
+                    return False
+                flags.add(name)
+    if not flags:
+        return False
+    cleared, set_true = set(), set()
+    for inner in walk_local(loop.body):  # type: ignore[attr-defined]
+        if isinstance(inner, cst.Assign) and len(inner.targets) == 1:
+            name = dotted_name(inner.targets[0].target)
+            if name in flags:
+                value = inner.value
+                falsy = isinstance(value, cst.Name) and value.value in ("False", "None") or number(value) == 0
+                (cleared if falsy else set_true).add(name)
+    return flags <= cleared and not set_true
+
+
+def _enclosing_ifs(node: cst.CSTNode, root: cst.CSTNode):
+    """The ``if`` statements between ``root`` and ``node`` whose body holds it, innermost first."""
+    path: List[cst.CSTNode] = []
+
+    def find(current: cst.CSTNode, trail: List[cst.CSTNode]) -> bool:
+        if current is node:
+            path.extend(trail)
+            return True
+        return any(find(child, trail + [current]) for child in current.children)
+
+    find(root, [])
+    return [a for a in reversed(path) if isinstance(a, cst.If) and not isinstance(node, cst.If)
+            and _in_body(node, a)]
+
+
+def _in_body(node: cst.CSTNode, branch: cst.If) -> bool:
+    return any(inner is node for inner in walk(branch.body))
 
 
 def _handler_outcomes(handler: Handler, ctx: ModuleContext) -> FrozenSet[str]:

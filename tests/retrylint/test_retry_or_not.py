@@ -1027,3 +1027,26 @@ def test_a_timeout_from_waiting_on_a_process_is_no_failure():
     assert _codes(stop, SYNC) == []
     # The same loop going round on a failure of the wait is a retry.
     assert "RTY101" in _codes(stop.replace("subprocess.TimeoutExpired", "OSError"), SYNC)
+
+
+def test_a_loop_that_goes_round_only_for_new_work_does_not_retry_a_failure():
+    # posthog client.py deferred lifecycle: the flag is cleared on every pass; only a new request
+    # (another thread) sets it again, so a failure is logged and the loop ends.
+    runner = """
+        def run(self):
+            while True:
+                with self._lock:
+                    self._dirty = False
+                try:
+                    self._run_lifecycle()
+                except BaseException:
+                    log.exception("failed")
+                with self._lock:
+                    if self._dirty:
+                        continue
+                    return
+        """
+    assert _codes(runner, SYNC) == []
+    # The twin that sets the flag itself on failure goes round because of the failure.
+    retry = runner.replace('log.exception("failed")', 'log.exception("failed")\n                self._dirty = True')
+    assert "RTY101" in _codes(retry, SYNC)
