@@ -896,7 +896,7 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
 def _rounds_only_when_pending(stmts: Sequence[cst.CSTNode]) -> bool:
     """An ``if`` on a protocol's "not yet" answer goes round, and what follows it leaves."""
     for index, statement in enumerate(stmts):
-        if not isinstance(statement, cst.If) or not _tests_pending(statement.test):
+        if not isinstance(statement, cst.If) or not tests_pending(statement.test):
             continue
         body, _ = if_branches(statement)
         after = outcomes(stmts[index + 1 :])
@@ -914,11 +914,11 @@ def _leaves_unless_pending(rest: Sequence[cst.CSTNode]) -> bool:
     negated = isinstance(test, cst.Comparison) and all(
         isinstance(c.operator, (cst.NotEqual, cst.NotIn)) for c in test.comparisons
     )
-    return negated and _tests_pending(test) and bool(outcomes(statements(rest[0].body))) and outcomes(
+    return negated and tests_pending(test) and bool(outcomes(statements(rest[0].body))) and outcomes(
         statements(rest[0].body)) <= EXITS
 
 
-def _tests_pending(test: cst.BaseExpression) -> bool:
+def tests_pending(test: cst.BaseExpression) -> bool:
     for node in walk(test):
         if isinstance(node, cst.SimpleString) and PENDING.search(node.value):
             return True

@@ -32,7 +32,7 @@ from .delays import DelayEnv, classify
 from .waits import Sleep, sleep_of
 from .errors import describe_handler, retried_error
 from .same_operation import _MUTATORS, bookkeeping, creates_missing, populates_missing
-from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, timeout_only
+from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, tests_pending, timeout_only
 from .status import status_set
 
 
@@ -173,6 +173,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     failure = _failure_context(call, func, ctx)
     if isinstance(failure, cst.ExceptHandler) and _repairs_before(failure, call, ctx):
         return None  # "not found: create it, then run again" repairs the cause; it does not retry
+    if isinstance(failure, cst.ExceptHandler) and _continues_unfinished_work(failure, call, ctx):
+        return None  # ``if e.error_code == "PARTIAL_DELETE": self.rm(path)``: call again to finish
     if isinstance(failure, cst.ExceptHandler) and _changes_passed_input(failure, call, func, roles, ctx):
         return None  # ``kwargs[kwarg] = sanitized`` then ``wrapper(*args, **kwargs)``: a repaired request
     counters = _counters(func, call, roles, ctx)
@@ -356,6 +358,16 @@ def _repairs_before(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleConte
         or populates_missing(describe_handler(handler, ctx), [before], ctx)
         or _acts_on_failure(handler, before, ctx)
     )
+
+
+def _continues_unfinished_work(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> bool:
+    """The call again sits under a test for a protocol's "not done yet" answer."""
+    for ancestor in ctx.ancestors(call):
+        if ancestor is handler:
+            return False
+        if isinstance(ancestor, cst.If) and ctx.is_inside(call, ancestor.body) and tests_pending(ancestor.test):
+            return True
+    return False
 
 
 def _changes_passed_input(

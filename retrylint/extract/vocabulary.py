@@ -16,6 +16,8 @@ LEFTOVER = re.compile(r"(retry|retries|fail|error|pending|remaining|left|todo|un
 PENDING = re.compile(
     r"(pending|slow_down|in_?progress|not_?ready|not_?yet|processing|provisioning|queued|running|"
     r"waiting|starting|creating|initiali[sz]ing|accepted|"
+    # "not everything done yet, call again": Databricks ``PARTIAL_DELETE``
+    r"partial_?(delete|deletion|content|result|response|progress)|"
     # libcurl's "call again now": ``pycurl.E_CALL_MULTI_PERFORM``
     r"call_multi_perform)",
     re.I,

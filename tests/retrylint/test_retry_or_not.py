@@ -641,6 +641,30 @@ PAIRS = [
         ["RTY201"],
     ),
     (
+        "recursion-finishes-unfinished-work",  # fsspec dbfs.py rm(): PARTIAL_DELETE means "call again"
+        """
+        {def} rm(self, path, recursive=False):
+            try:
+                {aw}self._send_to_api(method="post", endpoint="delete", json={{"path": path}})
+            except DatabricksException as e:
+                if e.error_code == "PARTIAL_DELETE":
+                    {aw}self.rm(path=path, recursive=recursive)
+                else:
+                    raise
+        """,
+        """
+        {def} rm(self, path, recursive=False):
+            try:
+                {aw}self._send_to_api(method="post", endpoint="delete", json={{"path": path}})
+            except DatabricksException as e:
+                if e.error_code == "TEMPORARILY_UNAVAILABLE":
+                    {aw}self.rm(path=path, recursive=recursive)
+                else:
+                    raise
+        """,
+        ["RTY103", "RTY201"],
+    ),
+    (
         "recursion-moves-to-a-mirror",  # the failure path reassigns the input it passes on
         """
         {def} fetch(url, **kwargs):
