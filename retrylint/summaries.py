@@ -32,6 +32,7 @@ class Summaries:
         self._errno: Dict[str, bool] = {}
         self._limiters: Dict[str, bool] = {}
         self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
+        self._status_checkers: Dict[str, bool] = {}
 
     @property
     def raisers(self) -> FrozenSet[str]:
@@ -59,6 +60,11 @@ class Summaries:
         """The helper counts or times the attempts and raises once they are spent
         (``self._retries += 1; if self._retries > self.max_retries: raise``)."""
         return self._asked(key, self._limiters, _raises_when_spent)
+
+    def raises_for_status(self, key: Optional[str]) -> bool:
+        """The helper raises for a response that is not a success (``if response.status != 200:
+        raise ...``, ``response.raise_for_status()``): a status test after it sees successes only."""
+        return self._asked(key, self._status_checkers, _raises_on_bad_status)
 
     def clears(self, key: Optional[str]) -> FrozenSet[str]:
         """The ``self`` attributes the helper may reset to ``None``/``False`` (``self.access_token
@@ -194,6 +200,21 @@ def _raises_when_spent(func: ast.AST) -> bool:
     if not (steps or clock):
         return False
     return any(isinstance(n, ast.Raise) for node in compares for s in node.body for n in ast.walk(s))
+
+
+_BAD_STATUS_OPS = (ast.NotEq, ast.NotIn, ast.Gt, ast.GtE)
+
+
+def _raises_on_bad_status(func: ast.AST) -> bool:
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "raise_for_status":
+            return True
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and any(isinstance(s, ast.Raise) for s in node.body):
+            left = node.test.left
+            if (isinstance(left, ast.Attribute) and left.attr in ("status", "status_code")
+                    and all(isinstance(op, _BAD_STATUS_OPS) for op in node.test.ops)):
+                return True
+    return False
 
 
 def _tests_errno(func: ast.AST) -> bool:

@@ -851,6 +851,8 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
                 break
     if first is None:
         return None
+    if _checked_before(first, loop, ctx):
+        return None  # a failed status raised before this test: only successes reach it
     start = next((i for i, s in enumerate(body) if s is first or ctx.is_inside(first, s)), None)
     if start is None:
         return None
@@ -891,6 +893,25 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         for branch in _success_branches(n, ctx)
     )
     return StatusSite(first, _response_call(first, writes), final, success)
+
+
+def _checked_before(test_if: cst.If, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """Before the status test, the response went through ``raise_for_status()`` or a helper of
+    this module that raises for every failed status (``self._check_response(response, msg)``)."""
+    roots = {n.split(".")[0] for n in _names(test_if.test)}
+    line = ctx.location(test_if).line
+    for node in walk_local(loop.body):  # type: ignore[attr-defined]
+        if not isinstance(node, cst.Call) or ctx.location(node).line >= line or in_handler(node, loop, ctx):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "raise_for_status":
+            if (dotted_name(func.value) or "").split(".")[0] in roots:
+                return True
+        elif ctx.summaries.raises_for_status(ctx.helper_key(node)) and any(
+            (dotted_name(unwrap_await(a.value)) or "").split(".")[0] in roots for a in node.args
+        ):
+            return True
+    return False
 
 
 def _rounds_only_when_pending(stmts: Sequence[cst.CSTNode]) -> bool:

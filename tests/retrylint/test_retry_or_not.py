@@ -1074,3 +1074,33 @@ def test_a_loop_that_goes_round_only_for_new_work_does_not_retry_a_failure():
     # The twin that sets the flag itself on failure goes round because of the failure.
     retry = runner.replace('log.exception("failed")', 'log.exception("failed")\n                self._dirty = True')
     assert "RTY101" in _codes(retry, SYNC)
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_status_test_after_a_helper_that_raises_for_failures_sees_successes_only(flavour):
+    # airflow datafusion.py delete_pipeline: _check_response_status_and_data raises for every
+    # non-200 answer, so the later ``if response.status == 200: break`` never retries a status.
+    checked = """
+        def _check(response, message):
+            if response.status == 409:
+                raise ConflictError(message)
+            if response.status != 200:
+                raise RequestError(message)
+
+        {def} delete(client, url):
+            for wait in range(1, 6):
+                try:
+                    response = {aw}client.request(url, method="DELETE")
+                    _check(response, "failed")
+                except ConflictError:
+                    {sleep}(random.uniform(0, 2 ** wait))
+                else:
+                    if response.status == 200:
+                        break
+        """
+    assert _codes(checked, flavour) == []
+    # A helper that only logs leaves failed statuses to the loop: they go round at once.
+    logged = checked.replace("raise RequestError(message)", "log.warning(message)")
+    assert "RTY201" in _codes(logged, flavour)
+    # ``response.raise_for_status()`` before the test does the same as the helper.
+    assert _codes(checked.replace('_check(response, "failed")', "response.raise_for_status()"), flavour) == []
