@@ -1309,6 +1309,16 @@ def _delay(
             hidden.append(_hidden_wait(analysis, handler, ctx) or attempt_waits_with_timeout(analysis.node, ctx, blocking_only=True) or waits_per_item)
             timeouts.append(bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names))
             owners.append(handler.names or ("everything",))
+            if own and falls and _sleeps_only_for_some_failures(handler, own, ctx):
+                # ``except AirflowException as exc: if str(exc).startswith("404"): sleep(...)``: the
+                # other failures go round at once.
+                paths.append(top + before_operation + rest_sleeps)
+                hidden.append(
+                    _hidden_wait(analysis, handler, ctx, skip={id(s.call) for s in own})
+                    or attempt_waits_with_timeout(analysis.node, ctx, blocking_only=True) or waits_per_item
+                )
+                timeouts.append(False)
+                owners.append(tuple(f"{n} (other cases)" for n in (handler.names or ("everything",))))
     if status is not None:
         excluded = list(status.success_branches)
         paths.append([s for s in usable if not any(ctx.is_inside(s.call, b) for b in excluded)
@@ -1355,6 +1365,23 @@ def _method_receivers(loop: cst.CSTNode) -> FrozenSet[str]:
     return frozenset(found)
 
 
+def _sleeps_only_for_some_failures(handler: Handler, own: List[Sleep], ctx: ModuleContext) -> bool:
+    """Every sleep of the handler sits in the body of an ``if`` (no ``else``) that looks at the
+    failure itself and does not leave: the failures it does not pick fall through unslept."""
+    names = set(failure_names(handler, ctx))
+    if not names:
+        return False
+    for sleep in own:
+        guard = next((a for a in ctx.ancestors(sleep.call) if isinstance(a, cst.If)), None)
+        if guard is None or not ctx.is_inside(guard, handler.node) or guard.orelse is not None:
+            return False
+        if not ctx.is_inside(sleep.call, guard.body) or not set(_names(guard.test)) & names:
+            return False
+        if outcomes(statements(guard.body)) & EXITS:
+            return False
+    return True
+
+
 def _iterates_a_backoff(loop: cst.For, ctx: ModuleContext) -> bool:
     """``for _ in ExponentialBackoff():`` (or ``retries = ExponentialBackoff(); for _ in retries``):
     the iterator waits on each step."""
@@ -1379,7 +1406,7 @@ def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: Mo
     ]
 
 
-def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext) -> bool:
+def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext, skip: FrozenSet[int] = frozenset()) -> bool:
     """A wait we cannot classify on this path: the delay is unknown, not absent.
 
     A waiting call inside the attempt after the operation, one in a loop nested in the
@@ -1399,7 +1426,7 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext) ->
     for node in walk(handler.node.body, skip=DEFERRED):
         if isinstance(node, cst.If) and _is_gate(node):
             return True
-        if not isinstance(node, cst.Call):
+        if not isinstance(node, cst.Call) or id(node) in skip:
             continue
         if sleep_of(node, ctx) is not None:
             return True

@@ -1104,3 +1104,37 @@ def test_a_status_test_after_a_helper_that_raises_for_failures_sees_successes_on
     assert "RTY201" in _codes(logged, flavour)
     # ``response.raise_for_status()`` before the test does the same as the helper.
     assert _codes(checked.replace('_check(response, "failed")', "response.raise_for_status()"), flavour) == []
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_sleep_for_some_failures_leaves_the_others_going_round_at_once(flavour):
+    # airflow HttpSensorTrigger.run: a 404 waits poke_interval (a poll), any other
+    # AirflowException goes round at once, forever.
+    hot = """
+        class HttpSensorTrigger:
+            {def} run(self, hook):
+                while True:
+                    try:
+                        {aw}hook.run(endpoint=self.endpoint)
+                        return True
+                    except AirflowException as exc:
+                        if str(exc).startswith("404"):
+                            {sleep}(self.poke_interval)
+        """
+    found = _codes(hot, flavour)
+    assert "RTY201" in found and "RTY101" in found
+    # The poll that raises every other failure is a readiness wait: silent.
+    poll = hot.replace("({sleep}(self.poke_interval)", "").replace(
+        "{sleep}(self.poke_interval)", "{sleep}(self.poke_interval)\n                        else:\n                            raise")
+    assert _codes(poll, flavour) == []
+    # A sleep under a test of the attempt counter is not a second kind of failure.
+    counted = """
+        {def} fetch(client):
+            for attempt in range(5):
+                try:
+                    return {aw}client.get()
+                except ConnectionError as exc:
+                    if attempt < 4:
+                        {sleep}(2 ** attempt)
+        """
+    assert "RTY201" not in _codes(counted, flavour)
