@@ -711,8 +711,8 @@ class Program:
         #: other files read: absolute path → content digest (the result depends on them)
         self.dependencies: Dict[str, str] = {}
         #: (function, parameter, index) → each caller's (value, line), for :meth:`arguments_for`
-        self._arguments: Dict[Tuple[str, str, Optional[int]], Optional[List[Tuple[Any, int]]]] = {}
-        self._call_index: Optional[Dict[str, List[ast.Call]]] = None
+        self._arguments: Dict[Tuple[str, str, Optional[int], Optional[str]], Optional[List[Tuple[Any, int]]]] = {}
+        self._call_index: Optional[Dict[str, List[Tuple[ast.Call, Optional[str]]]]] = None
         self._held: Optional[frozenset] = None
 
     # -- facts of modules
@@ -828,30 +828,31 @@ class Program:
         return None
 
     def arguments_for(self, function: str, parameter: str, index: Optional[int],
-                      method: bool = False) -> Optional[List[Any]]:
+                      method: bool = False, owner: Optional[str] = None) -> Optional[List[Any]]:
         """What the calls of ``function`` in this module pass for ``parameter`` (``index``: its
         position among the arguments a caller writes; None when it is keyword-only), one entry
         per call: the folded literal, :data:`DEFAULT` when the call leaves it out, or
         :data:`UNREAD` when the call passes something else or ``*args``/``**kwargs``. A call
         inside ``function`` itself (a recursion handing the parameter on) is not a caller.
         None when nothing here calls it: the value is then the callers' elsewhere, unknown."""
-        found = self._callers(function, parameter, index, method)
+        found = self._callers(function, parameter, index, method, owner)
         return [value for value, _ in found] if found is not None else None
 
-    def default_callers(self, function: str, parameter: str, index: Optional[int], method: bool = False) -> List[int]:
+    def default_callers(self, function: str, parameter: str, index: Optional[int], method: bool = False,
+                        owner: Optional[str] = None) -> List[int]:
         """Lines of the calls :meth:`arguments_for` found leaving ``parameter`` out."""
-        return [line for value, line in self._callers(function, parameter, index, method) or () if value is DEFAULT]
+        return [line for value, line in self._callers(function, parameter, index, method, owner) or () if value is DEFAULT]
 
     def _callers(self, function: str, parameter: str, index: Optional[int],
-                 method: bool) -> Optional[List[Tuple[Any, int]]]:
-        key = (function, parameter, index)
+                 method: bool, owner: Optional[str] = None) -> Optional[List[Tuple[Any, int]]]:
+        key = (function, parameter, index, owner)
         if key in self._arguments:
             return self._arguments[key]
         found: Optional[List[Tuple[Any, int]]] = None
         if self._tree is not None:
             values: List[Tuple[Any, int]] = []
-            for call in self._calls_of(function):
-                if self._calls_it(call, method):
+            for call, call_class in self._calls_of(function):
+                if self._calls_it(call, method) and not self._calls_another_classes_own(call, call_class, owner, function):
                     values.append((self._argument(call, parameter, index), call.lineno))
             found = values or None
         self._arguments[key] = found
@@ -882,20 +883,35 @@ class Program:
             return True
         return receiver not in self.own().imports and func.attr not in _BUILTIN_METHODS
 
-    def _calls_of(self, function: str) -> List[ast.Call]:
-        """``function(...)`` and ``anything.function(...)`` outside ``function``'s own body."""
+    def _calls_another_classes_own(self, call: ast.Call, call_class: Optional[str], owner: Optional[str],
+                                   function: str) -> bool:
+        """``self.ensure()`` in class ``D`` that defines its own ``ensure``: not a call of
+        ``owner.ensure`` (two classes of a module with a method of the same name)."""
+        func = call.func
+        if owner is None or call_class is None or call_class == owner:
+            return False
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
+            return False
+        facts = self.own().classes.get(call_class)
+        return facts is not None and function in facts.methods
+
+    def _calls_of(self, function: str) -> List[Tuple[ast.Call, Optional[str]]]:
+        """``function(...)`` and ``anything.function(...)`` outside ``function``'s own body, each
+        with the class the call is written in."""
         if self._call_index is None:
-            index: Dict[str, List[ast.Call]] = {}
-            stack: List[Tuple[ast.AST, Optional[str]]] = [(self._tree, None)]  # type: ignore[list-item]
+            index: Dict[str, List[Tuple[ast.Call, Optional[str]]]] = {}
+            stack: List[Tuple[ast.AST, Optional[str], Optional[str]]] = [(self._tree, None, None)]  # type: ignore[list-item]
             while stack:
-                node, inside = stack.pop()
+                node, inside, in_class = stack.pop()
                 if isinstance(node, _FUNCTIONS):
                     inside = node.name
+                elif isinstance(node, ast.ClassDef):
+                    in_class = node.name
                 elif isinstance(node, ast.Call):
                     name = _called_name(node.func)
                     if name and name != inside:
-                        index.setdefault(name, []).append(node)
-                stack.extend((child, inside) for child in ast.iter_child_nodes(node))
+                        index.setdefault(name, []).append((node, in_class))
+                stack.extend((child, inside, in_class) for child in ast.iter_child_nodes(node))
             self._call_index = index
         return self._call_index.get(function, [])
 

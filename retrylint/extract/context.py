@@ -476,7 +476,7 @@ class ModuleContext:
             origin = f"default of `{key[0]}({key[1]}=...)`, as called without it"  # type: ignore[index]
             self.outside_values.append((use, Value(value, origin, self.path, lines[0])))
 
-    def _parameter_key(self, param: cst.Param) -> Optional[Tuple[str, str, Optional[int], bool]]:
+    def _parameter_key(self, param: cst.Param) -> Optional[Tuple[str, str, Optional[int], bool, Optional[str]]]:
         """(function, parameter, position a caller writes it at or None, is a method) for
         :meth:`Program.arguments_for`; None for ``self``, ``*args``/``**kwargs``, a lambda's."""
         function = self.parent(self.parent(param))  # Param -> Parameters -> FunctionDef
@@ -484,7 +484,8 @@ class ModuleContext:
             return None
         params = function.params
         positional = list(params.posonly_params) + list(params.params)
-        method = self.enclosing_class(function) is not None
+        owner = self.enclosing_class(function)
+        method = owner is not None
         index: Optional[int] = None
         if any(p is param for p in positional):
             index = next(i for i, p in enumerate(positional) if p is param)
@@ -494,7 +495,7 @@ class ModuleContext:
                 index -= 1  # ``obj.method(a)``: the caller does not write ``self``
         elif not any(p is param for p in params.kwonly_params):
             return None  # ``*args``/``**kwargs``
-        return function.name.value, param.name.value, index, method
+        return function.name.value, param.name.value, index, method, owner
 
     def outside_value(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.x``/``cls.x``/``Class.x``/``module.X``/``settings.X`` when the program view

@@ -159,3 +159,15 @@ def configure(options):
 def test_a_module_function_of_the_same_name_as_a_method_is_no_caller():
     source = ENGINE + "\n\ndef ensure_connection():\n    pass\n\n\ndef start():\n    ensure_connection()\n"
     assert "RTY101" not in _codes(source)
+
+
+def test_a_method_of_the_same_name_in_another_class_is_not_a_caller():
+    # Two classes of one module each with their own ``ensure_connection`` (a sync and an async
+    # twin, two transports): ``self.ensure_connection()`` in the other class calls its own.
+    other = ENGINE.replace("class Connection:", "class OtherConnection:").replace("import time\n", "")
+    source = (ENGINE + "\n    def publish(self):\n        self.ensure_connection(max_retries=3)\n"
+              + other + "\n    def publish(self):\n        self.ensure_connection()\n")
+    lines = sorted(f.location.line for f in _findings(source) if f.code == "RTY101")
+    # Only OtherConnection's loop retries forever (its own caller leaves the limit to None).
+    other_class_line = source[: source.index("class OtherConnection")].count("\n") + 1
+    assert len(lines) == 1 and lines[0] > other_class_line
