@@ -212,7 +212,8 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
 
     header_end = loop.iter if isinstance(loop, cst.For) else loop.test
     location = ctx.location(loop, end=header_end)
-    operation = operations[0] if operations else (status.response if status else None)
+    named = next((c for c in (_named_operation(t.node, ctx) for t in retry_trys) if c is not None), None)
+    operation = named or (operations[0] if operations else (status.response if status else None))
     return RetryPolicy(
         source="loop",
         bound=bound,
@@ -716,6 +717,49 @@ def _is_timeout_value(expr: cst.BaseExpression) -> bool:
         return True
     name = dotted_name(expr) or ""
     return bool(re.search(r"(timeout|wait|delay|interval|seconds|secs)", name.rsplit(".", 1)[-1], re.I))
+
+
+def _named_operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
+    """The call messages and ``explain`` name: :func:`_operation`'s choice, passing over what
+    only reshapes local data (``range``, ``zip``, ``stream.seek(0)``), builds the failure
+    (``raise TimeoutError(...)``) or reads a clock, and over a ``with`` item that only sets up
+    the call in its body (``async with aiohttp.ClientSession() as session: await hook.run(...)``);
+    a body that reads what the item returned (``with urlopen(url) as r: r.read()``) names the item."""
+    setup: Optional[Tuple[cst.Call, Optional[str]]] = None
+    for n in walk(node.body, skip=DEFERRED):
+        if not isinstance(n, cst.Call) or ctx.call_name(n) & TRIVIAL_CALLS or sleep_of(n, ctx) is not None:
+            continue
+        if _bookkeeping_call(n, ctx) or _reshapes_local_data(n) or isinstance(ctx.parent(n), cst.Raise):
+            continue
+        parent = ctx.parent(n)
+        if isinstance(parent, cst.WithItem) and not reads_a_local_file(n):
+            if setup is None:
+                target = parent.asname.name if parent.asname is not None else None
+                setup = (n, target.value if isinstance(target, cst.Name) else None)
+            continue
+        if setup is not None and setup[1] is not None and isinstance(n.func, cst.Attribute) \
+                and (dotted_name(n.func.value) or "").split(".")[0] == setup[1]:
+            return setup[0]  # ``response.read()`` consumes what ``urlopen(url)`` returned
+        return n
+    return setup[0] if setup is not None else None
+
+
+#: Builtins and methods that reshape local data: never the operation named in a message.
+_BUILTIN_HELPERS = frozenset({
+    "range", "zip", "enumerate", "sorted", "reversed", "min", "max", "sum", "any", "all", "iter", "map",
+    "filter", "getattr", "hasattr", "setattr", "type", "id", "hash", "round", "abs", "azip", "vars",
+})
+_LOCAL_STATE_METHODS = frozenset({"setLevel", "seek", "tell", "get_dict"})
+_CLOCK_NAME = re.compile(r"^_?(get_)?(current_)?(time|timestamp|now)(_ns|_ms|_millis|_in_millis|_seconds)?$")
+
+
+def _reshapes_local_data(call: cst.Call) -> bool:
+    name = last_name(call.func) or ""
+    if isinstance(call.func, cst.Name) and name in _BUILTIN_HELPERS:
+        return True
+    if isinstance(call.func, cst.Attribute) and name in _LOCAL_STATE_METHODS:
+        return True
+    return bool(_CLOCK_NAME.match(name)) and not call.args
 
 
 def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:

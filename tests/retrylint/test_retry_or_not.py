@@ -1138,3 +1138,31 @@ def test_a_sleep_for_some_failures_leaves_the_others_going_round_at_once(flavour
                         {sleep}(2 ** attempt)
         """
     assert "RTY201" not in _codes(counted, flavour)
+
+
+@pytest.mark.parametrize(
+    "attempt, expected",
+    [
+        # airflow HttpSensorTrigger: the session is set up for the call in the with body
+        ("async with aiohttp.ClientSession() as session:\n            return await hook.run(session=session)", "hook.run"),
+        # distributed preloading.py: the body reads what the with item returned
+        ("with urllib.request.urlopen(url) as response:\n            return response.read()", "urllib.request.urlopen"),
+        ("for _ in range(3):\n            rows.append(next(cursor))\n        return cursor.commit()", "next"),
+        ("stream.seek(0)\n        return self.session.post(url, data=stream)", "self.session.post"),
+        ("if deadline_passed:\n            raise TimeoutError('late')\n        return start_cluster()", "start_cluster"),
+        ("started = get_current_time_millis()\n        return store.create(started)", "store.create"),
+    ],
+)
+def test_explain_names_the_call_the_attempt_makes(attempt, expected):
+    code = f"""
+import time
+async def get(self, hook, url, cursor, rows, store, stream, deadline_passed):
+    while True:
+      try:
+        {attempt}
+      except ConnectionError:
+        time.sleep(1)
+    """
+    report = check_source(code, "case.py", settings_with(CODES), want_policies=True)
+    assert report.error is None, report.error
+    assert [p.operation for p in report.policies if p.source == "loop"] == [expected]
