@@ -156,12 +156,25 @@ def classify(expr: Optional[cst.BaseExpression], env: DelayEnv) -> Delay:
     """The model delay of one sleep's argument."""
     if expr is None:
         return Delay(DelayKind.UNKNOWN)
-    text = env.ctx.code(expr)
+    text = env.ctx.code(_written_as(expr, env))
     shape = shape_of(expr, env)
     delay = to_delay(shape)
     # ``retry_after = 60`` is our own constant, whatever its name says.
     server = not (shape.kind == "const" and known(shape.value)) and _mentions_retry_after(expr, text, env)
     return replace(delay, text=text, honours_retry_after=server)
+
+
+def _written_as(expr: cst.BaseExpression, env: DelayEnv) -> cst.BaseExpression:
+    """What a message shows for the delay: ``sleep = self._backoff_fn(n)`` then
+    ``time.sleep(sleep)`` shows ``self._backoff_fn(n)``, the one value the loop gives the name."""
+    if isinstance(expr, cst.Name):
+        writes = env.loop_writes.get(expr.value) or []
+        if len(writes) == 1 and writes[0].kind == "assign" and writes[0].value is not None:
+            value = writes[0].value
+            if isinstance(value, cst.Call) and not _mentions(value, expr.value) and len(env.ctx.code(value)) <= 40 \
+                    and "\n" not in env.ctx.code(value):
+                return value  # short enough to read in a message; a long one keeps its name
+    return expr
 
 
 def _mentions_retry_after(expr: cst.BaseExpression, text: str, env: DelayEnv) -> bool:

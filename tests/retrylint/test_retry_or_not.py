@@ -1166,3 +1166,23 @@ async def get(self, hook, url, cursor, rows, store, stream, deadline_passed):
     report = check_source(code, "case.py", settings_with(CODES), want_policies=True)
     assert report.error is None, report.error
     assert [p.operation for p in report.policies if p.source == "loop"] == [expected]
+
+
+def test_the_message_shows_the_value_a_delay_name_holds():
+    # tencentcloud retry.py: ``sleep = self._backoff_fn(n)`` then ``time.sleep(sleep)``.
+    short = """
+        def call(fn):
+            for attempt in range(5):
+                try:
+                    return fn()
+                except ConnectionError:
+                    pass
+                delay = min(2 ** attempt, 60)
+                time.sleep(delay)
+        """
+    (message,) = [f.message for f in _report(short, SYNC).findings if f.code == "RTY203"]
+    assert "(`min(2 ** attempt, 60)`)" in message
+    # A long expression keeps its name: the message stays readable.
+    long = short.replace("min(2 ** attempt, 60)", "min(2 ** attempt * settings.backoff_base_seconds, 60)")
+    (message,) = [f.message for f in _report(long, SYNC).findings if f.code == "RTY203"]
+    assert "(`delay`)" in message
