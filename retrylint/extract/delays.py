@@ -28,6 +28,7 @@ from ..model import (
 from ..program import DEFAULT, UNREAD
 from ..syntax import call_args, dotted_name, last_name, number, unwrap_await, walk
 from .context import Binding, ModuleContext
+from .vocabulary import CLOCK_READS
 
 _RANDOM_FUNCTIONS = {
     "random.random": "unit",
@@ -910,7 +911,6 @@ def _call(call: cst.Call, env: DelayEnv) -> Shape:
 
 #: What is left of a deadline: ``remaining``, ``time_left``, ``timer.timeout_secs``.
 _TIME_LEFT = re.compile(r"(remain|time_?left|left_?time|time_?out|deadline|budget)", re.I)
-_CLOCKS = frozenset({"monotonic", "time", "perf_counter", "monotonic_ns", "time_ns"})
 
 
 def _time_left(expr: cst.BaseExpression) -> bool:
@@ -919,7 +919,7 @@ def _time_left(expr: cst.BaseExpression) -> bool:
     for node in walk(expr):
         if isinstance(node, (cst.Name, cst.Attribute)) and _TIME_LEFT.search(dotted_name(node) or ""):
             return True
-        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in _CLOCKS:
+        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in CLOCK_READS:
             return True
     return False
 

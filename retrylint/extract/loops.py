@@ -68,7 +68,7 @@ from .status import ALL_STATUSES, mentions_status, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
-from .vocabulary import LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
+from .vocabulary import CLOCK_READS, LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
 from .same_operation import AttemptReads, alternative_input, asks_for_a_repair, bookkeeping, changed_on_path, creates_missing, populates_missing
 from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
 
@@ -505,7 +505,7 @@ def _analyse_try(
     rest_out = outcomes(rest)
     loops_back = (
         bool(rest_out & {FALL, CONTINUE}) and not _raises_through_helper(rest, ctx)
-        and not _goes_round_only_on_new_work(rest, loop)
+        and not _goes_round_only_on_new_work(rest, loop, ctx)
     )
     retrying, exiting = [], []
     for handler in handlers:
@@ -537,7 +537,7 @@ def _analyse_try(
     )
 
 
-def _goes_round_only_on_new_work(rest: Sequence[cst.CSTNode], loop: cst.CSTNode) -> bool:
+def _goes_round_only_on_new_work(rest: Sequence[cst.CSTNode], loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     """After the try the loop leaves, unless a flag it clears on every pass was set again by
     someone else (posthog's deferred lifecycle: ``self._dirty = False`` at the top, then
     ``if self._dirty: continue`` / ``return``): new work arrived, the failure is not retried."""
@@ -547,7 +547,7 @@ def _goes_round_only_on_new_work(rest: Sequence[cst.CSTNode], loop: cst.CSTNode)
     for node in rest:
         for inner in walk(node, skip=DEFERRED + LOOPS):
             if isinstance(inner, cst.Continue):
-                guard = next((a for a in _enclosing_ifs(inner, node)), None)
+                guard = _guarding_if(inner, node, ctx)
                 name = dotted_name(guard.test) if guard is not None else None
                 if not name:
                     return False
@@ -559,29 +559,18 @@ def _goes_round_only_on_new_work(rest: Sequence[cst.CSTNode], loop: cst.CSTNode)
         if isinstance(inner, cst.Assign) and len(inner.targets) == 1:
             name = dotted_name(inner.targets[0].target)
             if name in flags:
-                value = inner.value
-                falsy = isinstance(value, cst.Name) and value.value in ("False", "None") or number(value) == 0
-                (cleared if falsy else set_true).add(name)
+                (cleared if _truthiness(inner.value) is False else set_true).add(name)
     return flags <= cleared and not set_true
 
 
-def _enclosing_ifs(node: cst.CSTNode, root: cst.CSTNode):
-    """The ``if`` statements between ``root`` and ``node`` whose body holds it, innermost first."""
-    path: List[cst.CSTNode] = []
-
-    def find(current: cst.CSTNode, trail: List[cst.CSTNode]) -> bool:
-        if current is node:
-            path.extend(trail)
-            return True
-        return any(find(child, trail + [current]) for child in current.children)
-
-    find(root, [])
-    return [a for a in reversed(path) if isinstance(a, cst.If) and not isinstance(node, cst.If)
-            and _in_body(node, a)]
-
-
-def _in_body(node: cst.CSTNode, branch: cst.If) -> bool:
-    return any(inner is node for inner in walk(branch.body))
+def _guarding_if(node: cst.CSTNode, root: cst.CSTNode, ctx: ModuleContext) -> Optional[cst.If]:
+    """The innermost ``if`` from ``node`` up to ``root`` (included) whose body holds ``node``."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.If) and ctx.is_inside(node, ancestor.body):
+            return ancestor
+        if ancestor is root:
+            break
+    return None
 
 
 def _handler_outcomes(handler: Handler, ctx: ModuleContext) -> FrozenSet[str]:
@@ -655,17 +644,18 @@ def _failure_ends_loop(handler: Handler, loop: cst.CSTNode) -> bool:
     for small in statements(handler.node.body):  # top level only: what every path does
         if (isinstance(small, cst.Assign) and len(small.targets) == 1
                 and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == test.value):
-            truthy = _truthiness(small.value, handler)
+            truthy = _truthiness(small.value, handler.variable)
             if truthy is not None and truthy == wanted_truthy:
                 return True
     return False
 
 
-def _truthiness(value: cst.BaseExpression, handler: Handler) -> Optional[bool]:
+def _truthiness(value: cst.BaseExpression, exception: Optional[str] = None) -> Optional[bool]:
+    """Whether a literal (or the handler's ``exception`` variable) is true; None when unknown."""
     if isinstance(value, cst.Name):
         if value.value in ("True", "False", "None"):
             return value.value == "True"
-        return True if value.value == handler.variable else None  # an exception is truthy
+        return True if exception is not None and value.value == exception else None  # an exception is truthy
     number_value = number(value)
     if number_value is not None:
         return bool(number_value)
@@ -795,7 +785,7 @@ _LOCAL_METHODS = frozenset(
 
 
 #: Clock reads under other names (a package's own ``metrics.time``, ``datetime.now``).
-_CLOCK_READS = frozenset({"time", "monotonic", "perf_counter", "time_ns", "monotonic_ns", "now", "utcnow", "today"})
+_CLOCK_READS = CLOCK_READS | {"now", "utcnow", "today"}
 
 
 def _bookkeeping_call(call: cst.Call, ctx: ModuleContext) -> bool:
@@ -1322,6 +1312,7 @@ def _delay(
     Paths that disagree make the schedule unknown; the failures retried with no delay
     at all while others wait are returned as well.
     """
+    mutated = _method_receivers(loop)
     env_for = lambda sleep: DelayEnv(  # noqa: E731 - a small factory, used twice
         ctx,
         counters=counters,
@@ -1332,7 +1323,6 @@ def _delay(
         sleep_node=sleep.call,
         mutated=mutated,
     )
-    mutated = _method_receivers(loop)
     usable = [s for s in sleeps if not _in_exit_branch(s.call, loop, ctx)]
     in_try = lambda s: any(ctx.is_inside(s.call, t.node) for t in retry_trys)  # noqa: E731
     in_rest = lambda s: any(ctx.is_inside(s.call, r) or s.call is r for t in retry_trys for r in t.rest)  # noqa: E731

@@ -31,7 +31,7 @@ from .context import ModuleContext
 from .delays import DelayEnv, classify
 from .waits import Sleep, sleep_of
 from .errors import describe_handler, retried_error
-from .same_operation import _MUTATORS, bookkeeping, creates_missing, populates_missing
+from .same_operation import MUTATORS, bookkeeping, creates_missing, populates_missing
 from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, tests_pending, timeout_only
 from .status import status_set
 
@@ -390,7 +390,7 @@ def _changes_passed_input(
             targets = [t.target for t in node.targets]
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
             targets = [node.target]
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MUTATORS:
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MUTATORS:
             targets = [node.func.value]
         for target in targets:
             if _tunes_the_attempt(target):

@@ -57,7 +57,7 @@ def bookkeeping(name: str) -> bool:
 _TUNING_KEYWORDS = re.compile(r"(timeout|attempt|retr|tries|deadline|wait|backoff|delay)", re.I)
 #: Methods that put something new into a container (``del``, ``pop`` and ``clear`` only drop a
 #: cached handle, so the next pass makes the same request afresh).
-_MUTATORS = frozenset(
+MUTATORS = frozenset(
     {
         "append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault", "rotate",
     }
@@ -137,7 +137,7 @@ def changed_on_path(regions: Sequence[cst.CSTNode], reads: AttemptReads) -> Opti
                     if _matches(target, reads.inputs | reads.receivers) and not bookkeeping(target):
                         return target
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-                if node.func.attr.value in _MUTATORS or _consumes(node):
+                if node.func.attr.value in MUTATORS or _consumes(node):
                     owner = dotted_name(node.func.value)
                     if owner and _matches(owner, reads.inputs | reads.receivers) and not bookkeeping(owner):
                         return owner

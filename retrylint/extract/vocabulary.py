@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 #: Calls that are not the operation of an attempt (``int(x)``, ``len(items)``).
+#: Functions that read a clock, by their last name (``time.monotonic``, a package's own ``metrics.time``).
+CLOCK_READS = frozenset({"monotonic", "time", "perf_counter", "monotonic_ns", "time_ns"})
 TRIVIAL_CALLS = frozenset({"int", "float", "str", "bool", "len", "dict", "list", "tuple", "set", "repr", "print", "isinstance"})
 #: A call that decides to retry: ``if not retry_func(response): return response``.
 RETRY_DECISION = re.compile(r"(retry|retriable|retryable)", re.I)
