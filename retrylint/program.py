@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
+from .classifiers import Classifier, read_classifier
 from .model import TASK_QUEUE_SOURCES
 from .summaries import self_attributes_cleared
 
@@ -129,6 +130,8 @@ class ModuleFacts:
     expressions: Dict[str, Tuple[str, int]] = field(default_factory=dict)
     #: pass-through wrappers: ``name`` or ``Class.name`` → what they call back
     wrappers: Dict[str, "Wrapper"] = field(default_factory=dict)
+    #: status predicates (``_should_retry(response)``): ``name`` or ``Class.name`` → what they accept
+    classifiers: Dict[str, Classifier] = field(default_factory=dict)
     #: module functions with a retry-like decorator (``@retry(...)``, ``@backoff.on_exception``)
     #: → the lines of their decorators: what a caller elsewhere may retry around (RTY501)
     retried: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
@@ -287,13 +290,40 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
                 facts.retried[statement.name] = lines
             _note_helper(facts, statement.name, statement, method=False)
             _note_wrapper(facts, statement.name, statement, method=False)
+            _note_classifier(facts, statement.name, statement, method=False)
         elif isinstance(statement, ast.ClassDef):
             for member in statement.body:
                 if isinstance(member, _FUNCTIONS):
                     _note_helper(facts, f"{statement.name}.{member.name}", member,
                                  method=not _is_static(member))
                     _note_wrapper(facts, f"{statement.name}.{member.name}", member, method=not _is_static(member))
+                    _note_classifier(facts, f"{statement.name}.{member.name}", member,
+                                     method=not _is_static(member))
+    _note_nested_classifiers(tree, facts)
     return facts
+
+
+def _note_nested_classifiers(tree: ast.Module, facts: ModuleFacts) -> None:
+    """Predicates defined inside a function (segment's ``is_retryable_status``), by their bare
+    name when it is unique in the module (as :func:`retrylint.summaries._functions` keys them)."""
+    from .summaries import _nested_functions
+
+    taken = {f.name for f in tree.body if isinstance(f, _FUNCTIONS)}
+    outer = [f for f in tree.body if isinstance(f, _FUNCTIONS)] + [
+        m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, _FUNCTIONS)]
+    nested: Dict[str, List[ast.AST]] = {}
+    for func in outer:
+        for inner in _nested_functions(func.body):
+            nested.setdefault(inner.name, []).append(inner)  # type: ignore[attr-defined]
+    for name, found in nested.items():
+        if len(found) == 1 and name not in taken:
+            _note_classifier(facts, name, found[0], method=False)
+
+
+def _note_classifier(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:
+    found = read_classifier(func, method, facts.constants)
+    if found is not None:
+        facts.classifiers[key] = found
 
 
 def _retry_like(decorator: ast.AST) -> bool:
@@ -535,7 +565,7 @@ def _absolute(module: Optional[str], level: int, package: str) -> Optional[str]:
 
 
 def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> ClassFacts:
-    facts = ClassFacts(node.name, tuple(filter(None, (_dotted(b) for b in node.bases))))
+    facts = ClassFacts(node.name, tuple(filter(None, (_dotted(_generic_origin(b)) for b in node.bases))))
     counts: Dict[str, int] = {}
     found: Dict[str, Tuple[Any, int]] = {}
 
@@ -555,8 +585,8 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
             if statement.value is None:
                 continue  # a declaration: ``__init__`` may give the value
             # A field is a constructor argument: a default that switches the retry off is not used.
-            note(statement.target.id, _unless_off(_field_default(statement.value, constants)), statement.lineno,
-                 "field default")
+            note(statement.target.id, _unless_off(_field_default(statement.value, constants)),
+                 statement.lineno, "field default")
         elif isinstance(statement, _FUNCTIONS):
             facts.methods.add(statement.name)
             defaults = _parameter_defaults(statement, constants) if statement.name == "__init__" else {}
@@ -595,6 +625,11 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
             facts.unknown.add(name)
     facts.held = {name: method for name, method in facts.held.items() if counts.get(name) == 1}
     return facts
+
+
+def _generic_origin(base: ast.expr) -> ast.expr:
+    """``BaseClient[httpx.Client, Stream[Any]]`` is ``BaseClient``."""
+    return base.value if isinstance(base, ast.Subscript) else base
 
 
 def _statements_in(node: ast.AST) -> Iterator[ast.AST]:
@@ -804,27 +839,67 @@ class Program:
     def helper(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[Tuple[Helper, ModuleFacts]]:
         """The delay helper a call calls: ``helper(…)``, ``self.helper(…)``, or one imported
         from another module of the checked tree (``from .backoff import next_delay``)."""
+        return self._function_fact("helpers", name, receiver, owner)
+
+    def classifier(self, name: str, receiver: Optional[str],
+                   owner: Optional[str]) -> Optional[Tuple[Classifier, ModuleFacts]]:
+        """The status predicate a call calls (``self._should_retry(response)``), found as
+        :meth:`helper` finds a delay helper."""
+        return self._function_fact("classifiers", name, receiver, owner)
+
+    def _function_fact(self, table: str, name: str, receiver: Optional[str], owner: Optional[str]):
         own = self.own()
         if receiver is None:
-            if name in own.helpers:
-                return own.helpers[name], own
+            if name in getattr(own, table):
+                return getattr(own, table)[name], own
             imported = own.imports.get(name)
             if imported is not None and imported[1] is not None:
                 other = self.module(imported[0])
-                if other is not None and imported[1] in other.helpers:
-                    return other.helpers[imported[1]], other
+                if other is not None and imported[1] in getattr(other, table):
+                    return getattr(other, table)[imported[1]], other
             return None
         if receiver in ("self", "cls") and owner is not None:
             if self._overridden_below(own, owner, name):
                 return None
-            found = own.helpers.get(f"{owner}.{name}")
-            return (found, own) if found is not None else None
+            if table == "helpers":
+                found = own.helpers.get(f"{owner}.{name}")
+                return (found, own) if found is not None else None
+            return self._method_fact(table, own, owner, name, _HOPS)
         imported = own.imports.get(receiver)
         if imported is not None:
             module = f"{imported[0]}.{imported[1]}" if imported[1] else imported[0]
             other = self.module(module)
-            if other is not None and name in other.helpers:
-                return other.helpers[name], other
+            if other is not None and name in getattr(other, table):
+                return getattr(other, table)[name], other
+        return None
+
+    def _method_fact(self, table: str, facts: ModuleFacts, owner: str, name: str, hops: int):
+        """``self.name`` in class ``owner``: its own method, or one inherited from a base class
+        of this module or one it imports (``SyncAPIClient(BaseClient)``)."""
+        found = getattr(facts, table).get(f"{owner}.{name}")
+        if found is not None:
+            return found, facts
+        cls = facts.classes.get(owner)
+        if cls is None or hops <= 0 or name in cls.methods:
+            return None  # defined here, and not one we read
+        for base in cls.bases:
+            head, _, last = base.rpartition(".")
+            if not head and last in facts.class_nodes:
+                other: Optional[ModuleFacts] = facts
+            else:
+                imported = facts.imports.get(head or last)
+                if imported is None:
+                    continue
+                if head:
+                    other = self.module(f"{imported[0]}.{imported[1]}" if imported[1] else imported[0])
+                elif imported[1] is not None:
+                    other, last = self.module(imported[0]), imported[1]
+                else:
+                    continue
+            if other is not None:
+                result = self._method_fact(table, other, last, name, hops - 1)
+                if result is not None:
+                    return result
         return None
 
     def arguments_for(self, function: str, parameter: str, index: Optional[int],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import ClassVar, Dict, FrozenSet, Iterator, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 #: errno values that mean "interrupted" or "not ready" (as :mod:`retrylint.extract.errors`).
 NOT_YET_ERRNO = re.compile(r"\b(EINTR|EAGAIN|EWOULDBLOCK|EINPROGRESS|EALREADY)\b")
@@ -123,13 +123,37 @@ def summarise(tree: ast.Module) -> Summaries:
 
 
 def _functions(tree: ast.Module) -> Iterator[Tuple[str, Tuple[Optional[str], ast.AST]]]:
+    outer: List[ast.AST] = []
     for statement in tree.body:
         if isinstance(statement, _FUNCTIONS):
+            outer.append(statement)
             yield statement.name, (None, statement)
         elif isinstance(statement, ast.ClassDef):
             for member in statement.body:
                 if isinstance(member, _FUNCTIONS):
+                    outer.append(member)
                     yield f"{statement.name}.{member.name}", (statement.name, member)
+    # Helpers defined inside a function (segment's ``apply_backoff`` closure), by their bare
+    # name when it is unique in the module: the calls of the enclosing function reach them.
+    taken = {f.name for f in tree.body if isinstance(f, _FUNCTIONS)}  # type: ignore[attr-defined]
+    nested: Dict[str, List[ast.AST]] = {}
+    for func in outer:
+        for inner in _nested_functions(func.body):  # type: ignore[attr-defined]
+            nested.setdefault(inner.name, []).append(inner)  # type: ignore[attr-defined]
+    for name, found in nested.items():
+        if len(found) == 1 and name not in taken:
+            yield name, (None, found[0])
+
+
+def _nested_functions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    stack = list(body)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, _FUNCTIONS):
+            yield statement
+        elif not isinstance(statement, ast.ClassDef):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                stack.extend(getattr(statement, field, ()) or ())
 
 
 def call_key(func: ast.expr, owner: Optional[str]) -> Optional[str]:

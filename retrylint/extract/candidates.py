@@ -13,8 +13,8 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tup
 
 from ..narrowing import DEFINITIONS, Source, Words, bodies, last_name, local_nodes, starts_name
 from ..syntax import PROCESS_EXITS
-from .errors import NOT_YET_NAMES
-from .status import FLAG_ATTRS, STATUS_ATTRS
+from .errors import not_yet_name
+from .status import FLAG_ATTRS, RESPONSE_OR_STATUS, STATUS_ATTRS
 from .vocabulary import LEFTOVER, RETRY_DECISION, TRIVIAL_CALLS
 from .waits import SLEEP_WRAPPER
 
@@ -29,7 +29,7 @@ LOOPS = (ast.For, ast.AsyncFor, ast.While)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: The words a file needs for a hand-written retry: an except handler or a status test.
 FAILURE_WORDS = Words("except", "status", ".ok", "is_success", "is_error", "is_server_error", "is_client_error",
-                      "is_redirect", "getcode")
+                      "is_redirect", "getcode", "resp")
 
 
 def mentions_status(test: ast.AST) -> bool:
@@ -48,7 +48,7 @@ def loop_may_retry(statement: ast.stmt, source: Source) -> bool:
     if not isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
         return False
     handles = source.has(statement, "except")
-    if not handles and not source.has(statement, "status", "ok", "code", "is_"):
+    if not handles and not source.has(statement, "status", "ok", "code", "is_", "resp"):
         return False
     # The statements of the loop's own iteration first: far cheaper than its expressions.
     trys, status_tests = [], []
@@ -135,9 +135,9 @@ def _own_statements(body: Sequence[ast.stmt], skip: Tuple[type, ...]) -> Iterato
 
 def _not_yet(expr: ast.AST, source: Source) -> bool:
     if isinstance(expr, ast.Attribute):
-        return expr.attr in NOT_YET_NAMES
+        return not_yet_name(expr.attr)
     if isinstance(expr, ast.Name):
-        return expr.id in NOT_YET_NAMES and expr.id not in source.aliases and not source.assigns(expr.id)
+        return not_yet_name(expr.id) and expr.id not in source.aliases and not source.assigns(expr.id)
     return False
 
 
@@ -268,7 +268,12 @@ def _may_test_status(test: ast.AST) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _may_test_status(test.operand)
     if isinstance(test, ast.BoolOp):
-        return all(_may_test_status(value) for value in test.values)
+        # ``status.status_range``: ``attempt < limit and resp.status_code == 503``
+        return any(_may_test_status(value) for value in test.values)
+    if isinstance(test, ast.Await):
+        return _may_test_status(test.value)
+    if isinstance(test, ast.Call):
+        return may_classify(test)
     if isinstance(test, ast.Attribute):
         return test.attr in FLAG_ATTRS
     if isinstance(test, ast.Compare):
@@ -277,6 +282,13 @@ def _may_test_status(test: ast.AST) -> bool:
             return False  # ``code == b""``: ``status._values`` reads no status in it
         return _may_be_status(left) or _may_be_status(right)
     return False
+
+
+def may_classify(call: ast.Call) -> bool:
+    """A call handed a response or a status (``self._should_retry(response)``): mirror of
+    ``status.classified``, which reads the status predicate it calls."""
+    values = list(call.args) + [k.value for k in call.keywords]
+    return any(RESPONSE_OR_STATUS.search(_dotted(v) or "") for v in values)
 
 
 def _not_a_status_value(expr: ast.AST) -> bool:
@@ -497,7 +509,9 @@ def function_may_recurse(statement: ast.stmt, source: Source) -> bool:
             ):
                 return True
         # ``recursion._failure_context``: an except handler, or a branch on an HTTP status
-        inner = guarded or isinstance(node, ast.ExceptHandler) or isinstance(node, ast.If) and mentions_status(node.test)
+        inner = guarded or isinstance(node, ast.ExceptHandler) or isinstance(node, ast.If) and (
+            mentions_status(node.test) or any(isinstance(n, ast.Call) and may_classify(n) for n in ast.walk(node.test))
+        )
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 stack.append((child, inner))

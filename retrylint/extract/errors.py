@@ -80,8 +80,24 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
     return Handler(handler, names, catch_all, polling, variable)
 
 
+#: Class names that say "not yet" (``RedactedAudioIncompleteError`` raised on HTTP 202,
+#: ``AuthorizationPendingError``, ``JobNotReady``) or "no local capacity yet" (``BufferError``
+#: from a producer's full local queue, a pool with no free connection): waiting for them is a
+#: poll or back-pressure, not a retry of a failure. ``IncompleteRead`` (a truncated body) is a
+#: transport failure and does not match.
+_NOT_YET_WORDS = re.compile(
+    r"(NotReady|NotYet|StillProcessing|InProgress|NotFinished|NotComplete|Incomplete|Pending|"
+    r"MaxConnectionsExceeded|PoolExhausted|PoolTimeout|BufferError)(Error|Exception)?$"
+)
+
+
+def not_yet_name(last: str) -> bool:
+    """The last part of an exception's name says "not yet" (shared with :mod:`.candidates`)."""
+    return last in NOT_YET_NAMES or bool(_NOT_YET_WORDS.search(last)) and not last.startswith("PendingRollback")
+
+
 def _not_yet(name: str) -> bool:
-    return name in NOT_YET or name.rsplit(".", 1)[-1] in NOT_YET_NAMES
+    return name in NOT_YET or not_yet_name(name.rsplit(".", 1)[-1])
 
 
 _PORT_TAKEN = re.compile(r"\bEADDRINUSE\b")

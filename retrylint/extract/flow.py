@@ -21,7 +21,7 @@ from ..syntax import (
     walk,
 )
 from .context import ModuleContext
-from .status import status_set
+from .status import status_range
 
 
 def rest_after(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext) -> List[cst.CSTNode]:
@@ -140,9 +140,9 @@ def status_outcomes(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContex
 def _status_statement(node: cst.CSTNode, status: int, ctx: ModuleContext) -> FrozenSet[str]:
     if isinstance(node, cst.If):
         body, orelse = if_branches(node)
-        tested = status_set(node.test, ctx)
-        if tested is not None:
-            branch = body if status in tested else orelse
+        tested = status_range(node.test, ctx)
+        if tested is not None and (status in tested[0] or status not in tested[1]):
+            branch = body if status in tested[0] else orelse
             return status_outcomes(branch, status, ctx) if branch is not None else frozenset({FALL})
         result = set(status_outcomes(body, status, ctx))
         result |= status_outcomes(orelse, status, ctx) if orelse is not None else {FALL}

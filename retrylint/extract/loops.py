@@ -63,13 +63,19 @@ from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_outcomes
-from .polls import awaits_a_state, loops_until_a_state, reads_a_local_file, waits_by_name
-from .status import ALL_STATUSES, mentions_status, status_set
+from .polls import (
+    attempt_probes, awaits_a_state, loops_until_a_state, probes_readiness, reads_a_local_file, waits_by_name,
+    waits_for_readiness,
+)
+from .status import ALL_STATUSES, classified, mentions_status, status_range, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import CLOCK_READS, LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
-from .same_operation import AttemptReads, alternative_input, asks_for_a_repair, bookkeeping, changed_on_path, creates_missing, populates_missing
+from .same_operation import (
+    AttemptReads, alternative_input, asks_for_a_repair, bookkeeping, changed_on_path, creates_missing, populates_missing,
+    renews_credentials, told_by_failure,
+)
 from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
 
 _PROMPTS = frozenset({"input", "raw_input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "typer.confirm"})
@@ -243,7 +249,8 @@ def _polls(
     (see :mod:`.polls`)."""
     if delay.kind is DelayKind.NONE or immediate:
         return False  # a hot failure path while the poll sleeps is a retry: RTY201
-    if waits_by_name(loop, ctx) and delay.kind is DelayKind.FIXED:
+    if (waits_by_name(loop, ctx) or _asks_for_readiness(loop, retry_trys, status, ctx)) \
+            and delay.kind is DelayKind.FIXED:
         # A readiness wait goes round at the poll's own fixed pace; one whose delay grows was
         # written as a retry schedule (``wait_until_ready`` backing off ``2 ** attempt``).
         return True
@@ -253,6 +260,17 @@ def _polls(
         awaits_a_state(statements(t.node.body) + statements(t.node.orelse) + list(t.rest), ctx, result_names)
         for t in retry_trys
     )
+
+
+def _asks_for_readiness(loop: cst.CSTNode, retry_trys: List[TryAnalysis], status: Optional[StatusSite],
+                        ctx: ModuleContext) -> bool:
+    """The attempt only asks whether a service is up (``client.heartbeat()``, ``GET /health``),
+    or the function says it waits for a server (``_wait_for_server``)."""
+    probed = [t.operation for t in retry_trys if t.operation is not None]
+    probed += [status.response] if status is not None and status.response is not None else []
+    return bool(probed) and all(probes_readiness(op) for op in probed) or bool(retry_trys) and all(
+        attempt_probes(t.node.body) for t in retry_trys
+    ) or waits_for_readiness(ctx.enclosing_function(loop))
 
 
 #: What a consumer iterates: ``self._listen()``, ``pubsub.listen()``, ``shared.events``, ``watch(...)``.
@@ -626,7 +644,9 @@ def _same_operation_again(
         if not _failure_ends_loop(h, loop)
         and changed_on_path(regions_of[id(h.node)], reads) is None
         and not creates_missing(h.node, None, ctx)
+        and not any(renews_credentials(r, None, ctx) for r in regions_of[id(h.node)])
         and not populates_missing(h, regions_of[id(h.node)], ctx)
+        and told_by_failure(h.variable, regions_of[id(h.node)], reads) is None
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
 
@@ -876,7 +896,7 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
     body = statements(loop.body)  # type: ignore[attr-defined]
     first: Optional[cst.If] = None
     for node in walk_local(loop.body):  # type: ignore[attr-defined]
-        if isinstance(node, cst.If) and status_set(node.test, ctx) is not None:
+        if isinstance(node, cst.If) and status_range(node.test, ctx) is not None:
             if any(isinstance(a, cst.ExceptHandler) for a in _ancestors_until(node, loop, ctx)):
                 continue
             roots = {n.split(".")[0] for n in _names(node.test)}
@@ -906,15 +926,19 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
             exits_on_success = True
     if not retried or not exits_on_success:
         return None
+    if any(renews_credentials(n, None, ctx) for s in tail for n in walk_local(s)
+           if isinstance(n, cst.If) and status_range(n.test, ctx) is not None):
+        return None  # ``if status == 401: self._refresh_token(); continue``: a repair, then resend
     if all(400 <= s < 500 and s not in (408, 429) for s in retried):
         # Only chosen client errors go round (``if status in (404, 403): sleep; continue``):
         # the loop waits for something to exist or be allowed, as readiness checks do.
         return None
     region = [n for s in tail for n in walk_local(s)]
     status_ifs = [n for n in region if isinstance(n, cst.If) and not in_handler(n, loop, ctx)]
-    readable = [n for n in status_ifs if status_set(n.test, ctx) is not None]
+    readable = [n for n in status_ifs if status_range(n.test, ctx) is not None]
     unreadable = [
-        n for n in status_ifs if status_set(n.test, ctx) is None and (mentions_status(n.test, ctx) or _delegates(n.test, writes))
+        n for n in status_ifs
+        if status_range(n.test, ctx) is None and (mentions_status(n.test, ctx) or _delegates(n.test, writes))
     ]
     final: Optional[FrozenSet[int]] = frozenset(retried)
     if unreadable:
@@ -991,15 +1015,18 @@ def _explicit_permanent_handling(status_ifs: List[cst.If], retried: FrozenSet[in
     exits_4xx: Set[int] = set()
     retries: Set[int] = set()
     for node in status_ifs:
-        tested = status_set(node.test, ctx) or frozenset()
+        sure, may = status_range(node.test, ctx) or (frozenset(), ALL_STATUSES)
         body, orelse = if_branches(node)
-        for branch, statuses in ((body, tested), (orelse, ALL_STATUSES - tested)):
+        for branch, statuses in ((body, sure), (orelse, ALL_STATUSES - may)):
             if branch is None:
                 continue
             result = outcomes(branch)
             permanent = {s for s in statuses if 400 <= s < 500 and s not in (408, 429)}
             if result and result <= EXITS:
                 exits_4xx |= permanent
+                if _asks_a_classifier(node.test, ctx):
+                    # ``if not is_recoverable(r.status): return r``: what it accepts was chosen
+                    retries |= set(ALL_STATUSES - statuses)
             elif CONTINUE in result:
                 retries |= set(statuses)
     if not exits_4xx:
@@ -1007,12 +1034,20 @@ def _explicit_permanent_handling(status_ifs: List[cst.If], retried: FrozenSet[in
     return frozenset(s for s in retried if not (400 <= s < 500) or s in retries)
 
 
+def _asks_a_classifier(test: cst.BaseExpression, ctx: ModuleContext) -> bool:
+    """The test is a status predicate's answer (``is_recoverable(r.status)``, negated or not)."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    test = unwrap_await(test)
+    return isinstance(test, cst.Call) and classified(test, ctx) is not None
+
+
 def _success_branches(node: cst.If, ctx: ModuleContext) -> List[cst.CSTNode]:
-    tested = status_set(node.test, ctx) or frozenset()
+    sure, may = status_range(node.test, ctx) or (frozenset(), ALL_STATUSES)
     out = []
-    if any(200 <= s < 300 for s in tested):
+    if any(200 <= s < 300 for s in sure):
         out.append(node.body)
-    elif node.orelse is not None and any(200 <= s < 300 for s in ALL_STATUSES - tested):
+    elif node.orelse is not None and any(200 <= s < 300 for s in ALL_STATUSES - may):
         out.append(node.orelse)
     return out
 
@@ -1569,6 +1604,12 @@ def _rest_filters(rest: List[cst.CSTNode], ctx: ModuleContext, counters: Dict[st
 _PREDICATE_NAME = re.compile(r"(retriable|retryable|transient|permanent|fatal)", re.I)
 
 
+def _no_control_flow(node: cst.If) -> bool:
+    """``if not err.response.is_closed: err.response.read()``: both ways carry on alike."""
+    body, orelse = if_branches(node)
+    return outcomes(body) <= {FALL} and (orelse is None or outcomes(orelse) <= {FALL})
+
+
 def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Optional[RetriedStatuses]:
     retried: Set[int] = set()
     where: Optional[cst.CSTNode] = None
@@ -1580,12 +1621,13 @@ def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: 
     for analysis in retry_trys:
         for handler in analysis.retrying:
             ifs = [n for n in walk(handler.node.body, skip=DEFERRED) if isinstance(n, cst.If)]
-            tests = [n for n in ifs if status_set(n.test, ctx) is not None]
+            tests = [n for n in ifs if status_range(n.test, ctx) is not None]
             if not tests:
                 continue
             names = set(failure_names(handler, ctx))
             if any(
-                status_set(n.test, ctx) is None and (mentions_status(n.test, ctx) or set(_names(n.test)) & names)
+                status_range(n.test, ctx) is None and (mentions_status(n.test, ctx) or set(_names(n.test)) & names)
+                and not _no_control_flow(n)
                 for n in ifs
             ):
                 return None  # a decision on the failure that we cannot read

@@ -30,7 +30,7 @@ from typing import FrozenSet, Optional, Sequence
 
 import libcst as cst
 
-from ..syntax import dotted_name, last_name, walk
+from ..syntax import DEFERRED, dotted_name, last_name, statement_calls, walk
 from .context import ModuleContext
 from .flow import exits_in
 
@@ -143,6 +143,50 @@ def reads_a_local_file(call: cst.Call) -> bool:
         return True
     modes = [a.value for a in call.args if a.keyword is None or a.keyword.value == "mode"]
     return any(_string(m) in _READ_MODES for m in modes)
+
+
+#: Probes of whether a service is up: a loop of them waits for readiness, it retries nothing.
+_PROBE_CALL = re.compile(
+    r"^_*(ping|heartbeat|health|healthz|health_?check|check_health|is_healthy|is_ready|ready|readiness\w*|"
+    r"is_alive|alive|liveness\w*|wait_ready|is_up)$",
+    re.IGNORECASE,
+)
+_PROBE_PATH = re.compile(r"/(health|healthz|healthcheck|ready|readyz|readiness|livez|liveness|ping|heartbeat|_cluster/health)\b")
+
+
+def probes_readiness(call: cst.Call) -> bool:
+    """``client.heartbeat()``, ``conn.ping()``, ``requests.get(f"{url}/health")``: asking
+    whether a service is up. Looping on it until it answers waits for readiness (a server just
+    started, a dependency booting), as the checks of a deployment do; no failed work is retried."""
+    if _PROBE_CALL.match(last_name(call.func) or ""):
+        return True
+    for node in walk(call, skip=DEFERRED):
+        if isinstance(node, (cst.SimpleString, cst.FormattedStringText)):
+            if _PROBE_PATH.search(node.value):
+                return True
+    return False
+
+
+#: A function named for waiting until a server or service is up: ``_wait_for_server``,
+#: ``_await_server`` (one just started, most often; a generic ``wait_until_ready(url)`` is
+#: judged by what it does).
+_READINESS_WAIT = re.compile(r"^_*a?wait_(for_|until_)?(the_)?(\w+_)?(server|service)(_\w+)?$", re.IGNORECASE)
+_NOT_THE_WORK = re.compile(r"^(print|log|debug|info|warning|warn|error|exception|sleep)$", re.IGNORECASE)
+
+
+def attempt_probes(attempt: cst.CSTNode) -> bool:
+    """The steps of an attempt come down to a readiness probe (building a client aside):
+    ``client = HttpClient(host); client.heartbeat()``."""
+    steps = [
+        c for c in statement_calls(attempt)
+        if not (last_name(c.func) or "")[:1].isupper() and not _NOT_THE_WORK.match(last_name(c.func) or "")
+    ]
+    return bool(steps) and all(probes_readiness(c) for c in steps)
+
+
+def waits_for_readiness(func: Optional[cst.CSTNode]) -> bool:
+    """The function's name says it waits for a service to come up."""
+    return isinstance(func, cst.FunctionDef) and bool(_READINESS_WAIT.match(func.name.value))
 
 
 def asks_for_a_state(test: cst.BaseExpression, ctx: ModuleContext) -> bool:

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from ..model import UNKNOWN, Bound, GiveUp, Num, RetryPolicy, known
+from ..model import UNKNOWN, Bound, DelayKind, GiveUp, Num, RetriedStatuses, RetryPolicy, known
 from ..syntax import (
     DEFERRED,
     EXITS,
@@ -31,9 +31,10 @@ from .context import ModuleContext
 from .delays import DelayEnv, classify
 from .waits import Sleep, sleep_of
 from .errors import describe_handler, retried_error
-from .same_operation import MUTATORS, bookkeeping, creates_missing, populates_missing
+from .polls import attempt_probes, waits_for_readiness
+from .same_operation import MUTATORS, bookkeeping, creates_missing, populates_missing, renews_credentials
 from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, tests_pending, timeout_only
-from .status import status_set
+from .status import ALL_STATUSES, status_range
 
 
 TRIGGER = Trigger(text=FAILURE_WORDS, statements=FUNCTIONS, confirm=function_may_recurse)
@@ -118,12 +119,31 @@ def _failure_context(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) 
         if isinstance(ancestor, cst.ExceptHandler):
             return ancestor
         if isinstance(ancestor, cst.If):
-            statuses = status_set(ancestor.test, ctx)
-            if statuses is not None:
+            found = status_range(ancestor.test, ctx)
+            if found is not None:
                 in_body = ctx.is_inside(call, ancestor.body)
-                taken = statuses if in_body else frozenset(range(100, 600)) - statuses
+                taken = found[1] if in_body else ALL_STATUSES - found[0]
                 if taken and not any(200 <= s < 300 for s in taken):
                     return ancestor
+    return None
+
+
+def _statuses(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> Optional[RetriedStatuses]:
+    """The failed statuses whose branch calls back (``if _should_retry(response): … return
+    self.request(…)``): those the code's status test lets through to the call."""
+    for ancestor in ctx.ancestors(call):
+        if ancestor is func or isinstance(ancestor, (cst.ExceptHandler,) + DEFERRED):
+            return None
+        if isinstance(ancestor, cst.If):
+            found = status_range(ancestor.test, ctx)
+            if found is None:
+                continue
+            in_body = ctx.is_inside(call, ancestor.body)
+            taken = found[1] if in_body else ALL_STATUSES - found[0]
+            retried = tuple(s for s in sorted(taken) if 400 <= s < 600)
+            if not retried or any(200 <= s < 300 for s in taken):
+                return None
+            return RetriedStatuses(retried, ctx.location(ancestor.test), ctx.code(ancestor.test))
     return None
 
 
@@ -164,6 +184,8 @@ def _argument_roles(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -
 
 def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[RetryPolicy]:
     calls = [c for c in _self_calls(func, ctx) if _failure_context(c, func, ctx) is not None]
+    # ``if status == 401: self._refresh_session()`` then call again: a repair, not a retry
+    calls = [c for c in calls if not renews_credentials(_failure_context(c, func, ctx), ctx.location(c).line, ctx)]
     if not calls:
         return None
     call = calls[0]
@@ -173,6 +195,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     failure = _failure_context(call, func, ctx)
     if isinstance(failure, cst.ExceptHandler) and _repairs_before(failure, call, ctx):
         return None  # "not found: create it, then run again" repairs the cause; it does not retry
+    if _takes_the_other_way(call, func, ctx):
+        return None  # ``return self._upload(…, existing=None)``: update failed, now create
     if isinstance(failure, cst.ExceptHandler) and _continues_unfinished_work(failure, call, ctx):
         return None  # ``if e.error_code == "PARTIAL_DELETE": self.rm(path)``: call again to finish
     if isinstance(failure, cst.ExceptHandler) and _changes_passed_input(failure, call, func, roles, ctx):
@@ -213,6 +237,10 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
 
         delay, delay_location = NO_DELAY, None
 
+    if delay.kind is DelayKind.FIXED and (waits_for_readiness(func) or isinstance(failure, cst.ExceptHandler)
+                                          and isinstance(ctx.parent(failure), cst.Try)
+                                          and attempt_probes(ctx.parent(failure).body)):
+        return None  # ``_await_server``: a heartbeat at a fixed pace until the server answers
     errors = ()
     if isinstance(failure, cst.ExceptHandler):
         try_node = ctx.parent(failure)
@@ -243,6 +271,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         delay=delay,
         location=location,
         errors=errors,
+        statuses=next((found for found in (_statuses(c, func, ctx) for c in calls) if found is not None), None),
         give_up=GiveUp.NEVER if bound.unbounded else GiveUp.UNKNOWN,
         header_lines=tuple(range(header_start.line, ctx.location(func.params).end_line + 1)) or (location.line,),
         delay_location=delay_location,
@@ -496,6 +525,56 @@ def _flag_set_before_call(guard: cst.If, call: cst.Call, func: cst.FunctionDef, 
                 if ctx.location(node).line < ctx.location(call).line:
                     return True
     return False
+
+
+def _takes_the_other_way(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> bool:
+    """``if existing is not None and status == 404: return self._upload(…, existing=None)``
+    where the attempt branches on ``existing``: the call runs the other branch (create after a
+    failed update), a fallback to another operation, not the same one again."""
+    for ancestor in ctx.ancestors(call):
+        if ancestor is func:
+            return False
+        if isinstance(ancestor, cst.If) and ctx.is_inside(call, ancestor.body):
+            param = _passes_what_fails_the_guard(ancestor.test, call, func)
+            if param is not None and any(
+                isinstance(n, cst.If) and param in _names(n.test) and not ctx.is_inside(call, n)
+                for n in walk(func.body)
+            ):
+                return True
+    return False
+
+
+def _passes_what_fails_the_guard(test: cst.BaseExpression, call: cst.Call, func: cst.FunctionDef) -> Optional[str]:
+    """A conjunct of the guard is a parameter's ``is not None`` (or truth) test, and the call
+    passes None (or False) for it: that parameter."""
+    conjuncts = []
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+            stack += [node.left, node.right]
+        else:
+            conjuncts.append(node)
+    names = [p.name.value for p in _params(func)]
+    if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        names = names[1:]
+    positional, keywords = call_args(call)
+    passed = dict(zip(names, positional))
+    passed.update(keywords)
+    for conjunct in conjuncts:
+        if isinstance(conjunct, cst.Comparison) and len(conjunct.comparisons) == 1 \
+                and isinstance(conjunct.comparisons[0].operator, cst.IsNot) \
+                and isinstance(conjunct.comparisons[0].comparator, cst.Name) \
+                and conjunct.comparisons[0].comparator.value == "None":
+            param, off = dotted_name(conjunct.left), ("None",)
+        elif isinstance(conjunct, cst.Name):
+            param, off = conjunct.value, ("None", "False")
+        else:
+            continue
+        value = passed.get(param or "")
+        if isinstance(value, cst.Name) and value.value in off:
+            return param
+    return None
 
 
 def _flips_default(func: cst.FunctionDef, call: cst.Call, param: str) -> bool:

@@ -109,6 +109,16 @@ class AttemptReads:
         """Does the attempt read ``name`` (as an input, or as what it is called on)?"""
         return _matches(name, self.inputs | self.receivers)
 
+    def derived_from(self, value: cst.BaseExpression) -> List[str]:
+        """The names a value reads, through the loop's locals one step back
+        (``parent = current.parent; current = parent`` steps from ``current``)."""
+        names = _names(value)
+        for name in list(names):
+            for binding in self._writes.get(name, ()):
+                if binding.value is not None:
+                    names.extend(_names(binding.value))
+        return names
+
     def _closure(self, names: Set[str]) -> Set[str]:
         seen = set(names)
         todo = list(names)
@@ -181,7 +191,7 @@ def _changes_input(name: str, bindings: Sequence[Binding], reads: AttemptReads) 
     # A new connection or client for the same request is a reconnect, unless it is the
     # next of several alternatives or a step from the old one (``frame = frame.f_back``).
     return _matches(name, reads.receivers) and any(
-        _takes_alternative(b.value) or _matches(name, _names(b.value)) or b.kind == "augassign"
+        _takes_alternative(b.value) or _matches(name, reads.derived_from(b.value)) or b.kind == "augassign"
         for b in bindings if b.value is not None
     )
 
@@ -211,6 +221,24 @@ def asks_for_a_repair(attempt: cst.CSTNode, ctx: ModuleContext) -> bool:
         if isinstance(node, cst.Call):
             name = dotted_name(node.func) or ""
             if any(word.lower() in _REPAIR_WORDS for part in name.split(".") for word in _WORDS.findall(part)):
+                return True
+    return False
+
+
+#: Calls that renew what authenticates the request: after one, the next pass sends other
+#: credentials (``self._refresh_session()``, ``dpop_generator.set_nonce(nonce)``); a repair.
+RENEWS = re.compile(
+    r"^_*(re_?auth\w*|re_?login|re_?authenticate|refresh(_\w*)?|renew(_\w*)?|login|authenticate|sign_?in|"
+    r"set_nonce|update_(token|credentials?|nonce)|rotate_(token|credentials?))$",
+    re.IGNORECASE,
+)
+
+
+def renews_credentials(region: cst.CSTNode, before_line: Optional[int], ctx: ModuleContext) -> bool:
+    """The failure path renews the request's credentials (before ``before_line``)."""
+    for node in walk(region, skip=DEFERRED):
+        if isinstance(node, cst.Call) and RENEWS.match(last_name(node.func) or ""):
+            if before_line is None or ctx.location(node).line < before_line:
                 return True
     return False
 
@@ -248,6 +276,49 @@ def populates_missing(handler, regions: Sequence[cst.CSTNode], ctx: ModuleContex
 _FRESH_MODULES = ("random.", "secrets.", "uuid.")
 
 
+def _fresh_earlier(name: str, node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """``options = model_copy(input_options)`` earlier in the same pass: ``options =
+    self._prepare(options)`` then works on a fresh copy each time; it does not step."""
+    line = ctx.location(node).line
+    for other in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
+        if other is node or not isinstance(other, cst.Assign) or ctx.location(other).line >= line:
+            continue
+        if name in ctx.writes_in(other) and not _matches(name, _names(other.value)) and not in_handler(other, loop, ctx):
+            return True
+    return False
+
+
+#: What a failure says about itself (read to decide, not to change the request).
+_DESCRIBES_FAILURE = re.compile(r"^(status\w*|code|errno|message|msg|args|reason|response|details?|text|body)$", re.I)
+
+
+def told_by_failure(variable: Optional[str], regions: Sequence[cst.CSTNode], reads: "AttemptReads") -> Optional[str]:
+    """The failure path stores what the failure said to do differently before going round
+    (``self.client.protocol_context.version = e.expected_version``, ``self.salt =
+    e.new_salt``): the next pass sends another request, a negotiation or repair. Counters,
+    delays (``e.retry_after``) and what describes the failure (``e.status``) do not count.
+    Returns the name it stores."""
+    if not variable:
+        return None
+    for region in regions:
+        for node in walk(region, skip=DEFERRED):
+            if not isinstance(node, (cst.Assign, cst.AnnAssign)) or node.value is None:
+                continue
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                name = dotted_name(target)
+                if not name or bookkeeping(name) or "." not in name and not reads.reads(name):
+                    continue  # a local to decide with (``code = exc.orig.pgcode``) changes nothing sent
+                for read in walk(node.value, skip=DEFERRED):
+                    text = dotted_name(read) if isinstance(read, cst.Attribute) else None
+                    if not text or not text.startswith(variable + "."):
+                        continue
+                    said = text[len(variable) + 1:].split(".")
+                    if not any(bookkeeping(part) or _DESCRIBES_FAILURE.match(part) for part in said):
+                        return name
+    return None
+
+
 def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     """An input of the attempt is taken afresh on each pass, before the operation:
     ``resource = self._next()``, ``host = random.choice(hosts)``, ``public_id = secrets.token_hex()``."""
@@ -264,7 +335,9 @@ def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNod
         names = ctx.writes_in(node)
         if not any(reads.reads(n) and not bookkeeping(n) for n in names):
             continue
-        if isinstance(node, cst.Assign) and any(_matches(n, _names(node.value)) for n in names if not bookkeeping(n)):
+        if isinstance(node, cst.Assign) and any(
+            _matches(n, _names(node.value)) and not _fresh_earlier(n, node, loop, ctx) for n in names if not bookkeeping(n)
+        ):
             return True  # ``cursor = cursor.next_page``: each pass steps from the last
         for call in walk(node.value, skip=DEFERRED):
             if isinstance(call, cst.Call):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import http
 import re
-from typing import FrozenSet, Optional
+from typing import FrozenSet, Optional, Tuple
 
 import libcst as cst
 
@@ -22,6 +22,9 @@ FLAG_ATTRS = {
     "is_redirect": frozenset(range(300, 400)),
 }
 _CONSTANT_STATUS = re.compile(r"HTTP_(\d{3})")
+#: What a status predicate is handed: a response (``response``, ``err.response``) or a status
+#: (``r.status``, ``status_code``); the words ``candidates.FAILURE_WORDS`` needs are in it.
+RESPONSE_OR_STATUS = re.compile(r"(^|\.)(\w*resp(onse)?|(http_)?status(_code)?)$")
 
 #: Exceptions that carry an HTTP status, raised for 4xx as well as 5xx.
 HTTP_STATUS_EXCEPTIONS = frozenset(
@@ -66,7 +69,89 @@ def status_set(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[FrozenS
         return FLAG_ATTRS[test.attr.value]
     if isinstance(test, cst.Comparison):
         return _comparison(test, ctx)
+    test = unwrap_await(test)
+    if isinstance(test, cst.Call):
+        return classified(test, ctx)
     return None
+
+
+def status_range(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[Tuple[FrozenSet[int], FrozenSet[int]]]:
+    """The statuses for which ``test`` is surely true, and those for which it may be true
+    (``attempt < limit and resp.status_code == 503`` may be true for 503 only); None when the
+    test does not read the status, or reads it in a way we cannot."""
+    exact = status_set(test, ctx)
+    if exact is not None:
+        return exact, exact
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = status_range(test.expression, ctx)
+        return (ALL_STATUSES - inner[1], ALL_STATUSES - inner[0]) if inner is not None else None
+    if isinstance(test, cst.BooleanOperation):
+        sides = []
+        for side in (test.left, test.right):
+            found = status_range(side, ctx)
+            if found is None and mentions_status(side, ctx):
+                return None
+            sides.append(found)
+        if sides[0] is None and sides[1] is None:
+            return None
+        unknown = (frozenset(), ALL_STATUSES)
+        budget = (ALL_STATUSES, ALL_STATUSES)  # ``remaining > 0``: true while the retry lasts
+        (sure_l, may_l), (sure_r, may_r) = (
+            found if found is not None else budget if _budget_check(side) else unknown
+            for found, side in zip(sides, (test.left, test.right))
+        )
+        if isinstance(test.operator, cst.And):
+            return sure_l & sure_r, may_l & may_r
+        return sure_l | sure_r, may_l | may_r
+    return None
+
+
+_BUDGET_WORDS = re.compile(r"(attempt|retr|tries|tried|remaining|budget|left)", re.I)
+
+
+def _budget_check(test: cst.BaseExpression) -> bool:
+    """``attempt < max_attempts``, ``remaining_retries > 0``: a test of the retry's own budget,
+    true on every pass but the last (the bound, judged elsewhere)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    if not isinstance(test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+                                                     cst.GreaterThanEqual)):
+        return False
+    names = [dotted_name(side) for side in (test.left, test.comparisons[0].comparator)]
+    return any(n and _BUDGET_WORDS.search(n.rsplit(".", 1)[-1]) for n in names) and all(
+        n is not None or number(side) is not None for n, side in zip(names, (test.left, test.comparisons[0].comparator))
+    )
+
+
+def classified(call: cst.Call, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
+    """``self._should_retry(response)``: the statuses a status predicate of the checked tree
+    returns true for (:mod:`retrylint.classifiers`), when the call hands it a response or status."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        if any(b.kind not in ("def", "import") for b in ctx.bindings(func)):
+            return None  # a local or parameter holding some callable
+        name, receiver = func.value, None
+    elif isinstance(func, cst.Attribute):
+        name, receiver = func.attr.value, dotted_name(func.value)
+        if receiver is None:
+            return None
+    else:
+        return None
+    if any(arg.star for arg in call.args):
+        return None
+    owner = ctx.enclosing_class(call) if receiver in ("self", "cls") else None
+    found = ctx.program.classifier(name, receiver, owner)
+    if found is None:
+        return None
+    classifier = found[0]
+    positional = [a.value for a in call.args if a.keyword is None]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    argument = keywords.get(classifier.param)
+    if argument is None and classifier.index < len(positional):
+        argument = positional[classifier.index]
+    if argument is None or not RESPONSE_OR_STATUS.search(dotted_name(unwrap_await(argument)) or ""):
+        return None  # ``candidates.may_classify`` asks the same before libcst runs
+    return frozenset(classifier.statuses)
 
 
 def _comparison(test: cst.Comparison, ctx: ModuleContext) -> Optional[FrozenSet[int]]:

@@ -684,6 +684,252 @@ PAIRS = [
         """,
         ["RTY103", "RTY201"],
     ),
+    (
+        "protocol-version-the-server-asks-for",  # pyignite connection.py: handshake negotiation
+        """
+        {def} connect(self):
+            while True:
+                try:
+                    return {aw}self._connect_version()
+                except HandshakeError as e:
+                    if e.expected_version in PROTOCOLS:
+                        self.client.protocol_context.version = e.expected_version
+                        continue
+                    raise
+        """,
+        """
+        {def} connect(self):
+            while True:
+                try:
+                    return {aw}self._connect_version()
+                except HandshakeError as e:
+                    if e.expected_version in PROTOCOLS:
+                        self.client.last_error = e.message
+                        continue
+                    raise
+        """,
+        ["RTY101", "RTY201"],
+    ),
+    (
+        "local-buffer-full",  # streamz sinks.py: confluent-kafka's local queue is full
+        """
+        {def} produce(self, value):
+            while True:
+                try:
+                    return {aw}self.producer.produce(self.topic, value)
+                except BufferError:
+                    {sleep}(self.polltime)
+        """,
+        """
+        {def} produce(self, value):
+            while True:
+                try:
+                    return {aw}self.producer.produce(self.topic, value)
+                except KafkaException:
+                    {sleep}(0.2)
+        """,
+        ["RTY101", "RTY202"],
+    ),
+    (
+        "not-ready-yet-exception",  # assemblyai transcript.py: HTTP 202 raised as "incomplete"
+        """
+        {def} redacted_audio_url(self):
+            while True:
+                try:
+                    return {aw}self.api.get_redacted_audio(self.id)
+                except RedactedAudioIncompleteError:
+                    {sleep}(3.0)
+        """,
+        """
+        {def} redacted_audio_url(self):
+            while True:
+                try:
+                    return {aw}self.api.get_redacted_audio(self.id)
+                except ConnectionError:
+                    {sleep}(3.0)
+        """,
+        ["RTY101", "RTY202"],
+    ),
+    (
+        "each-pass-steps-from-the-last",  # a cursor that moves on is a walk; a fresh copy each pass is not
+        """
+        {def} send(self, first):
+            options = first
+            for attempt in range(5):
+                options = self._next_page(options)
+                try:
+                    return {aw}self._client.send(options)
+                except Exception:
+                    continue
+        """,
+        """
+        {def} send(self, first):
+            for attempt in range(5):
+                options = dict(first)
+                options = self._prepare(options)
+                try:
+                    return {aw}self._client.send(options)
+                except Exception:
+                    continue
+        """,
+        ["RTY201", "RTY301"],
+    ),
+    (
+        "renews-the-session-then-resends",  # simple_salesforce api.py: INVALID_SESSION_ID on 401
+        """
+        {def} call(self, url, retries=0):
+            result = {aw}self.session.request("GET", url)
+            if self._login is not None and result.status_code == 401:
+                retries += 1
+                {aw}self._refresh_session()
+                if retries > self.max_retries:
+                    raise SalesforceExpiredSession(result)
+                return {aw}self.call(url, retries=retries)
+            return result
+        """,
+        """
+        {def} call(self, url, retries=0):
+            result = {aw}self.session.request("GET", url)
+            if self._login is not None and result.status_code == 401:
+                retries += 1
+                log.warning("unauthorized, again")
+                if retries > self.max_retries:
+                    raise SalesforceExpiredSession(result)
+                return {aw}self.call(url, retries=retries)
+            return result
+        """,
+        ["RTY201", "RTY302"],
+    ),
+    (
+        "refreshes-the-token-in-the-handler",  # a loop that renews credentials before sending again
+        """
+        {def} get(self, url):
+            for attempt in range(3):
+                try:
+                    return {aw}self.session.get(url)
+                except Unauthorized:
+                    {aw}self._refresh_token()
+        """,
+        """
+        {def} get(self, url):
+            for attempt in range(3):
+                try:
+                    return {aw}self.session.get(url)
+                except Unauthorized:
+                    log.warning("unauthorized, again")
+        """,
+        ["RTY201"],
+    ),
+    (
+        "heartbeat-until-the-server-answers",  # chromadb test_cli.py: wait for a server just started
+        """
+        {def} wait_for(host, port):
+            for attempt in range(30):
+                try:
+                    client = HttpClient(host=host, port=port)
+                    if {aw}client.heartbeat() > 0:
+                        return True
+                except Exception:
+                    print("Heartbeat failed, trying again...")
+                {sleep}(1)
+            return False
+        """,
+        """
+        {def} fetch(host, port):
+            for attempt in range(30):
+                try:
+                    client = HttpClient(host=host, port=port)
+                    if {aw}client.query("select 1") > 0:
+                        return True
+                except Exception:
+                    print("Query failed, trying again...")
+                {sleep}(1)
+            return False
+        """,
+        ["RTY202", "RTY301"],
+    ),
+    (
+        "a-function-that-waits-for-its-server",  # inngest dev_server.py: _wait_for_server, at a fixed pace
+        """
+        {def} _wait_for_server(self):
+            while not self._ready_event.is_set():
+                try:
+                    res = {aw}self._client.post(self._url)
+                    if res.status_code == 200:
+                        self._ready_event.set()
+                        return
+                except Exception:
+                    pass
+                {sleep}(0.1)
+        """,
+        """
+        {def} _send_event(self):
+            while not self._ready_event.is_set():
+                try:
+                    res = {aw}self._client.post(self._url)
+                    if res.status_code == 200:
+                        self._ready_event.set()
+                        return
+                except Exception:
+                    pass
+                {sleep}(0.1)
+        """,
+        ["RTY101", "RTY301"],
+    ),
+    (
+        "walks-up-through-a-local",  # anthropic memory tool: resolve the parent when a path is missing
+        """
+        {def} check(target):
+            current = target
+            while True:
+                try:
+                    return {aw}current.resolve()
+                except OSError:
+                    parent = current.parent
+                    if parent == current:
+                        return None
+                    current = parent
+        """,
+        """
+        {def} check(target):
+            current = target
+            while True:
+                try:
+                    return {aw}current.resolve()
+                except OSError:
+                    parent = current.parent
+                    if parent == current:
+                        return None
+                    log.info("again: %s", parent)
+        """,
+        ["RTY201"],
+    ),
+    (
+        "update-gone-so-create-once",  # anthropic lib/tools/_memories.py: 404 on update, then create
+        """
+        {def} upload(self, rel, *, existing):
+            try:
+                if existing is None:
+                    return {aw}self.client.create(path=rel)
+                return {aw}self.client.update(existing.id, path=rel)
+            except APIStatusError as e:
+                if existing is not None and e.status_code == 404:
+                    return {aw}self.upload(rel, existing=None)
+                raise
+        """,
+        """
+        {def} upload(self, rel, *, existing):
+            try:
+                if existing is None:
+                    return {aw}self.client.create(path=rel)
+                return {aw}self.client.update(existing.id, path=rel)
+            except APIStatusError as e:
+                if existing is not None and e.status_code == 503:
+                    return {aw}self.upload(rel, existing=existing)
+                raise
+        """,
+        ["RTY103", "RTY201"],
+    ),
 ]
 
 
