@@ -157,6 +157,9 @@ class StatusSite:
     retried: Optional[FrozenSet[int]]
     #: Branches that exit on success (their sleeps are not between attempts).
     success_branches: Tuple[cst.CSTNode, ...] = ()
+    #: The test that sends a retried status round (``if self._should_retry(response): continue``),
+    #: named in messages; None when the statuses go round by falling through.
+    decider: Optional[cst.If] = None
 
 
 TRIGGER = Trigger(text=FAILURE_WORDS, statements=CANDIDATE_LOOPS, confirm=loop_may_retry)
@@ -950,7 +953,19 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         for n in readable
         for branch in _success_branches(n, ctx)
     )
-    return StatusSite(first, _response_call(first, writes), final, success)
+    return StatusSite(first, _response_call(first, writes), final, success, _decider(readable, retried, ctx))
+
+
+def _decider(status_ifs: List[cst.If], retried: Set[int], ctx: ModuleContext) -> Optional[cst.If]:
+    """The first status test whose branch for a retried status goes round with ``continue``."""
+    for node in status_ifs:
+        sure, may = status_range(node.test, ctx) or (frozenset(), ALL_STATUSES)
+        body, orelse = if_branches(node)
+        for code in sorted(retried):
+            branch = body if code in sure else orelse if code not in may else None
+            if branch is not None and CONTINUE in status_outcomes(branch, code, ctx):
+                return node
+    return None
 
 
 def _checked_before(test_if: cst.If, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
@@ -1610,6 +1625,14 @@ def _no_control_flow(node: cst.If) -> bool:
     return outcomes(body) <= {FALL} and (orelse is None or outcomes(orelse) <= {FALL})
 
 
+def _sets_a_flag(node: cst.If) -> bool:
+    """``elif e.status_code in self.retry_on_status: retry = True``: the decision is kept in a
+    name that a later test reads."""
+    body, orelse = if_branches(node)
+    return any(isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name)
+               for statement in list(body) + list(orelse or []) for n in walk(statement))
+
+
 def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: ModuleContext) -> Optional[RetriedStatuses]:
     retried: Set[int] = set()
     where: Optional[cst.CSTNode] = None
@@ -1617,7 +1640,7 @@ def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: 
         if status.retried is None:
             return None
         retried |= status.retried
-        where = status.test.test
+        where = (status.decider or status.test).test
     for analysis in retry_trys:
         for handler in analysis.retrying:
             ifs = [n for n in walk(handler.node.body, skip=DEFERRED) if isinstance(n, cst.If)]
@@ -1626,8 +1649,9 @@ def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: 
                 continue
             names = set(failure_names(handler, ctx))
             if any(
-                status_range(n.test, ctx) is None and (mentions_status(n.test, ctx) or set(_names(n.test)) & names)
-                and not _no_control_flow(n)
+                status_range(n.test, ctx) is None and (
+                    mentions_status(n.test, ctx) and _sets_a_flag(n)
+                    or (mentions_status(n.test, ctx) or set(_names(n.test)) & names) and not _no_control_flow(n))
                 for n in ifs
             ):
                 return None  # a decision on the failure that we cannot read

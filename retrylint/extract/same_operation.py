@@ -234,12 +234,37 @@ RENEWS = re.compile(
 )
 
 
+#: What holds the request's credentials: setting one switches to other credentials
+#: (``self.api_key = params["api_key"] = consumer_key``); a repair, not a resend.
+CREDENTIAL_HOLDERS = re.compile(
+    r"^_*(api_?key|(access_|auth_|bearer_|session_)?token|auth|authorization|credentials?|password|"
+    r"secret|cookies?)$",
+    re.IGNORECASE,
+)
+
+
 def renews_credentials(region: cst.CSTNode, before_line: Optional[int], ctx: ModuleContext) -> bool:
     """The failure path renews the request's credentials (before ``before_line``)."""
     for node in walk(region, skip=DEFERRED):
         if isinstance(node, cst.Call) and RENEWS.match(last_name(node.func) or ""):
-            if before_line is None or ctx.location(node).line < before_line:
-                return True
+            renewed = node
+        elif isinstance(node, cst.Assign) and any(_holds_credentials(t.target) for t in node.targets):
+            renewed = node
+        else:
+            continue
+        if before_line is None or ctx.location(renewed).line < before_line:
+            return True
+    return False
+
+
+def _holds_credentials(target: cst.BaseExpression) -> bool:
+    """``self.api_key``, ``params["api_key"]``, ``headers["Authorization"]``."""
+    if isinstance(target, cst.Attribute):
+        return bool(CREDENTIAL_HOLDERS.match(target.attr.value))
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+        index = getattr(target.slice[0].slice, "value", None)
+        if isinstance(index, cst.SimpleString):
+            return bool(CREDENTIAL_HOLDERS.match(index.value.strip("\"'").replace("-", "_")))
     return False
 
 

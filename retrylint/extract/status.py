@@ -96,14 +96,35 @@ def status_range(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[Tuple
             return None
         unknown = (frozenset(), ALL_STATUSES)
         budget = (ALL_STATUSES, ALL_STATUSES)  # ``remaining > 0``: true while the retry lasts
+        read = [side for side, found in zip((test.left, test.right), sides) if found is not None]
+        roots = {(dotted_name(n) or "").split(".")[0] for side in read for n in walk(side)
+                 if isinstance(n, cst.Attribute)} - {"", "self", "cls"}
+        for side, found in zip((test.left, test.right), sides):
+            if found is None and _type_test(side, roots) is None and any(
+                    isinstance(n, cst.Name) and n.value in roots for n in walk(side)):
+                # ``exc.status in (403, 429) and b"capacity" in exc.response.content``: the failure's
+                # text decides with the status, and we cannot read the text
+                return None
         (sure_l, may_l), (sure_r, may_r) = (
-            found if found is not None else budget if _budget_check(side) else unknown
+            found if found is not None else budget if _budget_check(side) else _type_test(side, roots) or unknown
             for found, side in zip(sides, (test.left, test.right))
         )
         if isinstance(test.operator, cst.And):
             return sure_l & sure_r, may_l & may_r
         return sure_l | sure_r, may_l | may_r
     return None
+
+
+def _type_test(test: cst.BaseExpression, roots: set) -> Optional[Tuple[FrozenSet[int], FrozenSet[int]]]:
+    """``not isinstance(result, BaseAPIResponse) or result.http_response.is_success``: a type test
+    of the object whose status the other side reads. Whenever there is a status, that object is a
+    response, so the type test is true (and its negation false) for every status."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    inner = test.expression if negated else test  # type: ignore[attr-defined]
+    if not (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "isinstance"
+            and inner.args and isinstance(inner.args[0].value, cst.Name) and inner.args[0].value.value in roots):
+        return None
+    return (frozenset(), frozenset()) if negated else (ALL_STATUSES, ALL_STATUSES)
 
 
 _BUDGET_WORDS = re.compile(r"(attempt|retr|tries|tried|remaining|budget|left)", re.I)

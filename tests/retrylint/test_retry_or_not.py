@@ -930,6 +930,54 @@ PAIRS = [
         """,
         ["RTY103", "RTY201"],
     ),
+    (
+        "switch-credentials-on-403",  # gallery_dl extractor/tumblr.py: retry once with the api key
+        """
+        {def} call(self, url, params, **kwargs):
+            kwargs["params"] = params
+            while True:
+                response = {aw}self.request(url, **kwargs)
+                try:
+                    data = response.json()
+                except ValueError:
+                    data = response.text
+                    status = response.status_code
+                else:
+                    status = data["meta"]["status"]
+                    if 200 <= status < 400:
+                        return data["response"]
+                if status == 403:
+                    msg = data.get("response")
+                    if msg == "You do not have permission" and self.api_key is None:
+                        self.api_key = params["api_key"] = self.consumer_key
+                        continue
+                    raise AuthorizationError(msg)
+                raise RequestError(status)
+        """,
+        """
+        {def} call(self, url, params, **kwargs):
+            kwargs["params"] = params
+            while True:
+                response = {aw}self.request(url, **kwargs)
+                try:
+                    data = response.json()
+                except ValueError:
+                    data = response.text
+                    status = response.status_code
+                else:
+                    status = data["meta"]["status"]
+                    if 200 <= status < 400:
+                        return data["response"]
+                if status == 403:
+                    msg = data.get("response")
+                    if msg == "You do not have permission" and self.api_key is None:
+                        self.log.debug("again")
+                        continue
+                    raise AuthorizationError(msg)
+                raise RequestError(status)
+        """,
+        ["RTY201"],
+    ),
 ]
 
 
@@ -1432,3 +1480,55 @@ def test_the_message_shows_the_value_a_delay_name_holds():
     long = short.replace("min(2 ** attempt, 60)", "min(2 ** attempt * settings.backoff_base_seconds, 60)")
     (message,) = [f.message for f in _report(long, SYNC).findings if f.code == "RTY203"]
     assert "(`delay`)" in message
+
+
+TRANSPORT = """
+def perform(self, method, url):
+    for attempt in range(self.max_retries + 1):
+        connection = self.get_connection()
+        try:
+            return connection.perform_request(method, url)
+        except TransportError as e:
+            if method == "HEAD" and e.status_code == 404:
+                return False
+            retry = False
+            if isinstance(e, ConnectionError):
+                retry = True
+            elif e.status_code in {statuses}:
+                retry = True
+            if retry:
+                time.sleep(random.uniform(0, 2 ** attempt))
+                if attempt == self.max_retries:
+                    raise e
+            else:
+                raise e
+"""
+
+
+def test_a_status_decision_kept_in_a_flag_is_read_or_left_unknown():
+    # opensearch-py transport.py: ``retry = True`` for ``self.retry_on_status``: the statuses come
+    # from configuration; the HEAD-404 exit must not make every other 4xx "retried"
+    assert "RTY302" not in {f.code for f in _report(TRANSPORT.replace("{statuses}", "self.retry_on_status"),
+                                                      SYNC).findings}
+    found = [f.message for f in _report(TRANSPORT.replace("{statuses}", "(403, 503)"), SYNC).findings
+             if f.code == "RTY302"]
+    assert found and "403" in found[0]
+
+
+CAPACITY = """
+def call(self, endpoint):
+    while True:
+        try:
+            return self.request_json(endpoint)
+        except HttpError as exc:
+            if exc.status not in (403, 429){extra}:
+                raise
+        time.sleep(600)
+"""
+
+
+def test_a_status_read_together_with_the_failure_text_is_not_a_permanent_status_retry():
+    # gallery_dl extractor/imgur.py: a 403 whose body says "capacity" is imgur being overloaded
+    text = ' or b"capacity" not in exc.response.content'
+    assert "RTY302" not in _codes(CAPACITY.replace("{extra}", text), SYNC)
+    assert "RTY302" in _codes(CAPACITY.replace("{extra}", ""), SYNC)

@@ -127,6 +127,49 @@ def test_a_predicate_we_cannot_read_stays_unknown():
     assert _rty302(source) == []
 
 
+MIDDLEWARE = """
+class Client:
+    def _should_retry(self, response):
+        if response.status_code in (408, {extra}, 429):
+            return True
+        return response.status_code >= 500
+
+    def request(self, options, max_retries=2):
+        for retries_taken in range(max_retries + 1):
+            remaining = max_retries - retries_taken
+            try:
+                if self._chain is None:
+                    response = self._attempt(options)
+                    if response.is_success:
+                        return self._process(response)
+                else:
+                    result = self._chain(options)
+                    if not isinstance(result, APIResponse) or result.http_response.is_success:
+                        return result
+                    response = result.http_response
+            except httpx.TransportError:
+                if remaining <= 0:
+                    raise
+                time.sleep(random.uniform(0, 2 ** retries_taken))
+                continue
+            if remaining > 0 and self._should_retry(response):
+                time.sleep(random.uniform(0, 2 ** retries_taken))
+                continue
+            raise StatusError(response)
+"""
+
+
+def test_a_success_test_behind_a_type_test_of_the_same_result_is_read():
+    # Stainless with middleware: ``not isinstance(result, APIResponse) or result...is_success``
+    # leaves on success whenever there is a status; the predicate decides what goes round
+    findings = [f for f in _findings(MIDDLEWARE.replace("{extra}", "409")) if f.code == "RTY302"]
+    (finding,) = findings
+    assert "HTTP 409" in finding.message and "self._should_retry(response)" in finding.message
+    assert finding.location.line == 2 + MIDDLEWARE.splitlines().index(
+        "            if remaining > 0 and self._should_retry(response):")
+    assert _rty302(MIDDLEWARE.replace("{extra}", "503")) == []
+
+
 def test_a_status_test_joined_with_a_counter_check_is_read():
     # ``attempt < 3 and status in (...)``: the statuses in the list may go round, the rest leave
     source = """
