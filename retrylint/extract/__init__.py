@@ -17,7 +17,7 @@ from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
 from . import around, dead_letter_helpers, dead_letters, layers, loops, recursion, strategies, waits
 from .context import ModuleContext
-from .libraries import LIBRARIES, built
+from .libraries import LIBRARIES, built, http_clients
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ def triggers() -> List[Trigger]:
         dead_letters.CONTEXT,
         waits.SLEEPERS,
         layers.CONTEXT,
+        http_clients.READERS,
     ]
 
 

@@ -91,9 +91,16 @@ _NOT_YET_WORDS = re.compile(
 )
 
 
+#: Exceptions used as control flow (yt-dlp's JavaScript interpreter raises ``JS_Continue`` for a
+#: ``continue`` statement): catching one is no failure either.
+_CONTROL_FLOW = re.compile(r"(^|_)(Continue|Break)(Loop|Iteration|Signal|Statement)?$")
+
+
 def not_yet_name(last: str) -> bool:
-    """The last part of an exception's name says "not yet" (shared with :mod:`.candidates`)."""
-    return last in NOT_YET_NAMES or bool(_NOT_YET_WORDS.search(last)) and not last.startswith("PendingRollback")
+    """The last part of an exception's name says "not yet" (shared with :mod:`.candidates`), or
+    it is a control-flow signal rather than a failure."""
+    return last in NOT_YET_NAMES or bool(_NOT_YET_WORDS.search(last)) and not last.startswith(
+        "PendingRollback") or bool(_CONTROL_FLOW.search(last))
 
 
 def _not_yet(name: str) -> bool:

@@ -62,9 +62,10 @@ from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
+from .switches import exits_first_by_default
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_outcomes
 from .polls import (
-    attempt_probes, awaits_a_state, loops_until_a_state, probes_readiness, reads_a_local_file, waits_by_name,
+    attempt_probes, awaits_a_state, loops_until_a_state, named_for_waiting, probes_readiness, reads_a_local_file, waits_by_name,
     waits_for_readiness,
 )
 from .status import ALL_STATUSES, classified, mentions_status, status_range, status_set
@@ -74,7 +75,7 @@ from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import CLOCK_READS, LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
 from .same_operation import (
     AttemptReads, alternative_input, asks_for_a_repair, bookkeeping, changed_on_path, creates_missing, populates_missing,
-    renews_credentials, told_by_failure,
+    hands_failure_to_input_source, records_each_failure, renews_credentials, told_by_failure,
 )
 from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
 
@@ -218,6 +219,10 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         return None
     errors = _errors(retry_trys, ctx, counters)
     statuses = _statuses(status, retry_trys, ctx)
+    if _asks_for_readiness(loop, retry_trys, status, ctx):
+        # Waiting for a service to come up, every answer means "not up yet": which errors and
+        # statuses go round is no fault; only a hot path (RTY201) or a missing bound is.
+        errors, statuses = (), None
 
     header_end = loop.iter if isinstance(loop, cst.For) else loop.test
     location = ctx.location(loop, end=header_end)
@@ -267,13 +272,20 @@ def _polls(
 
 def _asks_for_readiness(loop: cst.CSTNode, retry_trys: List[TryAnalysis], status: Optional[StatusSite],
                         ctx: ModuleContext) -> bool:
-    """The attempt only asks whether a service is up (``client.heartbeat()``, ``GET /health``),
-    or the function says it waits for a server (``_wait_for_server``)."""
+    """The function says it waits for a server (``_wait_for_server``), or it is named for
+    waiting and its attempt only asks whether a service is up (``wait_for_ready`` calling
+    ``client.heartbeat()`` or ``GET /health``). A health ping in a function that does not say it
+    waits (opensearch-py's ``get_test_client``) is judged as a retry: the labeled sets do."""
+    func = ctx.enclosing_function(loop)
+    if waits_for_readiness(func):
+        return True
+    if not named_for_waiting(func):
+        return False
     probed = [t.operation for t in retry_trys if t.operation is not None]
     probed += [status.response] if status is not None and status.response is not None else []
     return bool(probed) and all(probes_readiness(op) for op in probed) or bool(retry_trys) and all(
         attempt_probes(t.node.body) for t in retry_trys
-    ) or waits_for_readiness(ctx.enclosing_function(loop))
+    )
 
 
 #: What a consumer iterates: ``self._listen()``, ``pubsub.listen()``, ``shared.events``, ``watch(...)``.
@@ -649,7 +661,10 @@ def _same_operation_again(
         and not creates_missing(h.node, None, ctx)
         and not any(renews_credentials(r, None, ctx) for r in regions_of[id(h.node)])
         and not populates_missing(h, regions_of[id(h.node)], ctx)
+        and not exits_first_by_default(h.node.body, ctx)  # ``if not restart_on_failure: raise``
         and told_by_failure(h.variable, regions_of[id(h.node)], reads) is None
+        and not records_each_failure(h.variable, regions_of[id(h.node)])
+        and not hands_failure_to_input_source(h.variable, regions_of[id(h.node)], reads)
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
 
@@ -929,6 +944,11 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
             exits_on_success = True
     if not retried or not exits_on_success:
         return None
+    call = _response_call(first, writes)
+    if call is not None:
+        reads = AttemptReads(call, loop, ctx, writes, tail)
+        if all(changed_on_path(_status_path(tail, code, ctx), reads) is not None for code in sorted(retried)):
+            return None  # ``url = response.headers["Location"]``, another host: a walk, not a resend
     if any(renews_credentials(n, None, ctx) for s in tail for n in walk_local(s)
            if isinstance(n, cst.If) and status_range(n.test, ctx) is not None):
         return None  # ``if status == 401: self._refresh_token(); continue``: a repair, then resend
@@ -954,6 +974,24 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         for branch in _success_branches(n, ctx)
     )
     return StatusSite(first, _response_call(first, writes), final, success, _decider(readable, retried, ctx))
+
+
+def _status_path(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) -> List[cst.CSTNode]:
+    """The statements a response with ``status`` may run through: status tests decided for it
+    (``if resp.status < 300: mark = next_marker`` is no step of a 503's way back)."""
+    path: List[cst.CSTNode] = []
+    for node in stmts:
+        if isinstance(node, cst.If):
+            tested = status_range(node.test, ctx)
+            body, orelse = if_branches(node)
+            if tested is not None and status in tested[0]:
+                path += _status_path(body, status, ctx)
+                continue
+            if tested is not None and status not in tested[1]:
+                path += _status_path(orelse or [], status, ctx)
+                continue
+        path.append(node)
+    return path
 
 
 def _decider(status_ifs: List[cst.If], retried: Set[int], ctx: ModuleContext) -> Optional[cst.If]:
@@ -1474,8 +1512,14 @@ def _iterates_a_backoff(loop: cst.For, ctx: ModuleContext) -> bool:
     if isinstance(iterable, cst.Name):
         values = [b.value for b in ctx.bindings(iterable) if b.value is not None]
     return any(
-        isinstance(v, cst.Call) and bool(WAITISH.search(last_name(v.func) or "")) for v in map(unwrap_await, values)
+        isinstance(v, cst.Call) and (bool(WAITISH.search(last_name(v.func) or "")) or any(
+            # ``for count in utils.iterate_timeout(timeout, msg, wait=5):``: handed the wait
+            a.keyword is not None and _WAIT_KEYWORD.fullmatch(a.keyword.value) for a in v.args))
+        for v in map(unwrap_await, values)
     )
+
+
+_WAIT_KEYWORD = re.compile(r"(wait|delay|interval|sleep|backoff|poll_interval|sleep_time|wait_time)", re.I)
 
 
 def _sleeps_before_operation(analysis: TryAnalysis, sleeps: List[Sleep], ctx: ModuleContext) -> List[Sleep]:
@@ -1661,6 +1705,10 @@ def _statuses(status: Optional[StatusSite], retry_trys: List[TryAnalysis], ctx: 
                     retried.add(code)
             where = where or tests[0].test
     if not retried or where is None:
+        return None
+    if all(400 <= s < 500 and s not in (408, 429) for s in retried):
+        # ``except ClientResponseError as exc: if exc.status == 404: sleep(wait)``, everything
+        # else raised: waiting for the resource to appear, as status loops on 404/403 do
         return None
     return RetriedStatuses(tuple(sorted(retried)), ctx.location(where), ctx.code(where))
 

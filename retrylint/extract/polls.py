@@ -170,7 +170,8 @@ def probes_readiness(call: cst.Call) -> bool:
 #: A function named for waiting until a server or service is up: ``_wait_for_server``,
 #: ``_await_server`` (one just started, most often; a generic ``wait_until_ready(url)`` is
 #: judged by what it does).
-_READINESS_WAIT = re.compile(r"^_*a?wait_(for_|until_)?(the_)?(\w+_)?(server|service)(_\w+)?$", re.IGNORECASE)
+_READINESS_WAIT = re.compile(
+    r"^_*(a?wait_(for_|until_)?(the_)?(\w+_)?(server|service)(_\w+)?|warm_?up(_\w+)?)$", re.IGNORECASE)
 _NOT_THE_WORK = re.compile(r"^(print|log|debug|info|warning|warn|error|exception|sleep)$", re.IGNORECASE)
 
 
@@ -182,6 +183,14 @@ def attempt_probes(attempt: cst.CSTNode) -> bool:
         if not (last_name(c.func) or "")[:1].isupper() and not _NOT_THE_WORK.match(last_name(c.func) or "")
     ]
     return bool(steps) and all(probes_readiness(c) for c in steps)
+
+
+_WAITING_NAME = re.compile(r"(^|_)(a?wait\w*|\w*ready|warm_?up|until\w*)(_|$)", re.IGNORECASE)
+
+
+def named_for_waiting(func: Optional[cst.CSTNode]) -> bool:
+    """``wait_for``, ``wait_for_ready``, ``wait_server_ready``, ``_await_server``."""
+    return isinstance(func, cst.FunctionDef) and bool(_WAITING_NAME.search(func.name.value))
 
 
 def waits_for_readiness(func: Optional[cst.CSTNode]) -> bool:

@@ -31,7 +31,8 @@ from .context import ModuleContext
 from .delays import DelayEnv, classify
 from .waits import Sleep, sleep_of
 from .errors import describe_handler, retried_error
-from .polls import attempt_probes, waits_for_readiness
+from .polls import attempt_probes, named_for_waiting, waits_for_readiness
+from .switches import taken_only_when
 from .same_operation import MUTATORS, bookkeeping, creates_missing, populates_missing, renews_credentials
 from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, tests_pending, timeout_only
 from .status import ALL_STATUSES, status_range
@@ -186,6 +187,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     calls = [c for c in _self_calls(func, ctx) if _failure_context(c, func, ctx) is not None]
     # ``if status == 401: self._refresh_session()`` then call again: a repair, not a retry
     calls = [c for c in calls if not renews_credentials(_failure_context(c, func, ctx), ctx.location(c).line, ctx)]
+    # ``if self.wait_on_rate_limit: return self.request(...)`` with the switch off by default
+    calls = [c for c in calls if not taken_only_when(c, func, ctx)]
     if not calls:
         return None
     call = calls[0]
@@ -237,7 +240,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
 
         delay, delay_location = NO_DELAY, None
 
-    if delay.kind is DelayKind.FIXED and (waits_for_readiness(func) or isinstance(failure, cst.ExceptHandler)
+    if delay.kind is DelayKind.FIXED and (waits_for_readiness(func) or named_for_waiting(func)
+                                          and isinstance(failure, cst.ExceptHandler)
                                           and isinstance(ctx.parent(failure), cst.Try)
                                           and attempt_probes(ctx.parent(failure).body)):
         return None  # ``_await_server``: a heartbeat at a fixed pace until the server answers
@@ -367,7 +371,8 @@ def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: Gu
         elif guard.kind == "deadline":
             return Bound(attempts=attempts, deadline=guard.deadline, text="if " + ctx.code(node.test))
         elif any(roles.get(m) == "const" for m in mentioned):
-            flipped = any(roles.get(m) == "const" and _flips_default(func, call, m) for m in mentioned)
+            flipped = any(roles.get(m) == "const" and (_flips_default(func, call, m) or (
+                exits and _const_trips_guard(node.test, call, func, m))) for m in mentioned)
             # ``retry=False`` passed to a ``retry=True`` parameter: exactly one retry.
             attempts, checked = (2.0 if flipped else UNKNOWN), True
             texts.append("if " + ctx.code(node.test))
@@ -477,7 +482,11 @@ _ADDS = frozenset({"insert", "append", "add", "extend", "appendleft", "setdefaul
 
 
 def _guard_made_false(guard: cst.If, call: cst.Call, ctx: ModuleContext) -> bool:
-    """``if item not in container:`` whose branch puts ``item`` into ``container`` before ``call``."""
+    """``if item not in container:`` whose branch puts ``item`` into ``container`` before ``call``;
+    ``if self._future and not self._future.done(): await self._future`` (distributed's actor):
+    the future the guard waits for is done on the next call."""
+    if _waits_out_its_future(guard, call, ctx):
+        return True
     test = guard.test
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
             and isinstance(test.comparisons[0].operator, cst.NotIn)):
@@ -489,6 +498,31 @@ def _guard_made_false(guard: cst.If, call: cst.Call, ctx: ModuleContext) -> bool
             if ctx.code(node.func.value) == container and any(ctx.code(a.value) == item for a in node.args):
                 if ctx.location(node).line < call_line:
                     return True
+    return False
+
+
+def _waits_out_its_future(guard: cst.If, call: cst.Call, ctx: ModuleContext) -> bool:
+    parts = [guard.test]
+    while isinstance(parts[0], cst.BooleanOperation) and isinstance(parts[0].operator, cst.And):
+        parts = [parts[0].left, parts[0].right] + parts[1:]
+    pending = set()
+    for part in parts:
+        if isinstance(part, cst.UnaryOperation) and isinstance(part.operator, cst.Not) \
+                and isinstance(part.expression, cst.Call) and isinstance(part.expression.func, cst.Attribute) \
+                and part.expression.func.attr.value == "done":
+            pending.add(ctx.code(part.expression.func.value))
+    if not pending:
+        return False
+    call_line = ctx.location(call).line
+    for node in walk(guard.body):
+        waited = None
+        if isinstance(node, cst.Await):
+            waited = node.expression
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+                "result", "wait", "exception"):
+            waited = node.func.value
+        if waited is not None and ctx.code(waited) in pending and ctx.location(node).line < call_line:
+            return True
     return False
 
 
@@ -594,6 +628,36 @@ def _flips_default(func: cst.FunctionDef, call: cst.Call, param: str) -> bool:
         and isinstance(passed, cst.Name) and passed.value in booleans
         and default.value != passed.value
     )
+
+
+def _const_trips_guard(test: cst.BaseExpression, call: cst.Call, func: cst.FunctionDef, param: str) -> bool:
+    """``if chunk_size <= 50 or stop: raise`` with ``chunk_size=50`` passed on: the next call
+    meets the exit at once, so there is one retry (ibm-watsonx-ai's smaller-chunk fallback)."""
+    names = [p.name.value for p in _params(func)]
+    if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        names = names[1:]
+    positional, keywords = call_args(call)
+    passed = keywords.get(param)
+    if passed is None and param in names and names.index(param) < len(positional):
+        passed = positional[names.index(param)]
+    value = number(passed) if passed is not None else None
+    if value is None:
+        return False
+    parts = [test]
+    while isinstance(parts[0], cst.BooleanOperation) and isinstance(parts[0].operator, cst.Or):
+        parts = [parts[0].left, parts[0].right] + parts[1:]
+    for part in parts:
+        if not isinstance(part, cst.Comparison) or len(part.comparisons) != 1 or dotted_name(part.left) != param:
+            continue
+        bound = number(part.comparisons[0].comparator)
+        op = part.comparisons[0].operator
+        if bound is None:
+            continue
+        checks = {cst.LessThanEqual: value <= bound, cst.LessThan: value < bound, cst.Equal: value == bound,
+                  cst.GreaterThanEqual: value >= bound, cst.GreaterThan: value > bound}
+        if checks.get(type(op), False):
+            return True
+    return False
 
 
 def _plus_one(value: Num) -> Num:

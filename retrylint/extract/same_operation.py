@@ -369,3 +369,59 @@ def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNod
                 if _calls_alternative(call) or any(q.startswith(_FRESH_MODULES) for q in ctx.call_name(call)):
                     return True
     return False
+
+
+def records_each_failure(variable: Optional[str], regions: Sequence[cst.CSTNode]) -> bool:
+    """``if ie.name in missing_modules: raise`` then ``missing_modules += (ie.name,)`` (dlt's
+    import discovery): the path remembers what each failure named and gives up on one it has
+    seen, so no failure is ever met twice; each pass handles a new one (a discovery or a
+    repair), it does not repeat a failed operation."""
+    if not variable:
+        return False
+    prefix = variable + "."
+    guarded: set = set()
+    recorded: set = set()
+    for region in regions:
+        for node in walk(region, skip=DEFERRED):
+            if isinstance(node, cst.If) and isinstance(node.test, cst.Comparison) \
+                    and len(node.test.comparisons) == 1 and isinstance(node.test.comparisons[0].operator, cst.In) \
+                    and (dotted_name(node.test.left) or "").startswith(prefix) \
+                    and any(isinstance(s, cst.Raise) for line in getattr(node.body, "body", ())
+                            if isinstance(line, cst.SimpleStatementLine) for s in line.body):
+                seen = dotted_name(node.test.comparisons[0].comparator)
+                if seen:
+                    guarded.add(seen)
+            elif isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign) and _names_failure(
+                    node.value, prefix):
+                recorded.add(dotted_name(node.target))
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in ("add", "append") and _names_failure(node, prefix):
+                recorded.add(dotted_name(node.func.value))
+    return bool(guarded & recorded)
+
+
+def _names_failure(node: cst.CSTNode, prefix: str) -> bool:
+    return any(isinstance(n, cst.Attribute) and (dotted_name(n) or "").startswith(prefix)
+               for n in walk(node, skip=DEFERRED))
+
+
+def hands_failure_to_input_source(variable: Optional[str], regions: Sequence[cst.CSTNode], reads: AttemptReads) -> bool:
+    """``arguments = self._state.create_arguments(...)`` builds each pass's request, and the
+    failure path hands the failure to that same object (``if not self._state.recovers_from(error):
+    raise``): the object changes what the next pass sends (anthropic's thread recovery), a
+    repair. Only objects the request's *arguments* are built from count, not the object the
+    operation is called on (``self.conn.reset(e)`` reconnects: still a retry)."""
+    if not variable:
+        return False
+    for region in regions:
+        for node in walk(region, skip=DEFERRED):
+            if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+                continue
+            if _PASSIVE.search(node.func.attr.value):
+                continue
+            if not any(isinstance(a.value, cst.Name) and a.value.value == variable for a in node.args):
+                continue
+            source = dotted_name(node.func.value)
+            if source and source not in ("self", "cls") and _matches(source, reads.inputs - reads.receivers):
+                return True
+    return False

@@ -136,6 +136,17 @@ CASES = {
          set()),
         ("from urllib3.util import Retry\nr = Retry(total=None, backoff_factor=0.5, backoff_jitter=1)\n", {"RTY102"}),
         ("from urllib3.util import Retry\nnone = Retry(0)\noff = Retry(total=False)\n", set()),
+        # airflow base_aws.py: every value from the user's connection extra
+        ("from urllib3.util import Retry\ndef session(config):\n    return Retry(**config['retry_kwargs'])\n", set()),
+        ("from urllib3.util import Retry\ndef session(config):\n    return Retry(total=5, **config['retry_kwargs'])\n",
+         set()),
+        # sentry transport.py: a default Retry() kept only to parse Retry-After headers
+        ("import urllib3\nclass T:\n    def __init__(self):\n        self._retry = urllib3.util.Retry()\n"
+         "    def delay(self, value):\n        return self._retry.parse_retry_after(value)\n", set()),
+        ("import urllib3\nfrom requests.adapters import HTTPAdapter\nclass T:\n    def __init__(self):\n"
+         "        self._retry = urllib3.util.Retry()\n    def mount(self, s):\n"
+         "        s.mount('https://', HTTPAdapter(max_retries=self._retry))\n"
+         "    def delay(self, value):\n        return self._retry.parse_retry_after(value)\n", {"RTY201"}),
     ],
     "requests": [
         ("from requests.adapters import HTTPAdapter\nadapter = HTTPAdapter(max_retries=5)\n", {"RTY201"}),

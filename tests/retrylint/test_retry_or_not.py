@@ -1532,3 +1532,267 @@ def test_a_status_read_together_with_the_failure_text_is_not_a_permanent_status_
     text = ' or b"capacity" not in exc.response.content'
     assert "RTY302" not in _codes(CAPACITY.replace("{extra}", text), SYNC)
     assert "RTY302" in _codes(CAPACITY.replace("{extra}", ""), SYNC)
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_an_iterator_handed_the_wait_waits_on_each_step(flavour):
+    # openstacksdk cloud/_compute.py wait_for_server: ``utils.iterate_timeout(..., wait=5)`` sleeps
+    source = """
+    {def} wait_for_server(self, server_id, timeout=180):
+        for count in utils.iterate_timeout(timeout, "Timeout waiting", {wait}):
+            try:
+                server = {aw}self.get_server(server_id)
+            except Exception:
+                continue
+            if server and server["status"] == "ACTIVE":
+                return server
+    """
+    assert "RTY201" not in _codes(source.replace("{wait}", "wait=min(5, timeout)"), flavour)
+    assert "RTY201" in _codes(source.replace("{wait}", "loud=True"), flavour)
+
+
+def test_an_exception_used_as_control_flow_is_no_failure():
+    # yt_dlp jsinterp.py: the interpreter's own ``for`` loop; ``JS_Continue`` is a ``continue``
+    source = """
+    def run_for(self, cndn, body, increment, local_vars):
+        while True:
+            if not self.interpret(cndn, local_vars):
+                break
+            try:
+                ret, abort = self.interpret_statement(body, local_vars)
+                if abort:
+                    return ret, True
+            except JS_Break:
+                break
+            except {name}:
+                pass
+            self.interpret(increment, local_vars)
+    """
+    assert _codes(source.replace("{name}", "JS_Continue"), SYNC) == []
+    assert "RTY201" in _codes(source.replace("{name}", "ConnectionError"), SYNC)
+
+
+READY = """
+def {name}(self):
+    while not self._ready_event.is_set():
+        try:
+            res = httpx.post(f"http://127.0.0.1:{{self.port}}/v0/connect/start")
+            if res.status_code == 200:
+                self._ready_event.set()
+                break
+        except Exception:
+            time.sleep(0.1)
+"""
+
+
+def test_a_readiness_wait_is_judged_by_its_pace_not_by_the_answers_it_waits_through():
+    # inngest dev_server.py _wait_for_server: every status and error means "not up yet"; the
+    # non-200 path going round at once is still a hot loop
+    codes = _codes(READY.replace("{name}", "_wait_for_server"), SYNC)
+    assert "RTY302" not in codes and "RTY301" not in codes and "RTY201" in codes
+    twin = _codes(READY.replace("{name}", "send_orders"), SYNC)
+    assert {"RTY302", "RTY301", "RTY201"} <= set(twin)
+
+
+WARMUP = """
+def {name}(self, model, max_retries=30, retry_interval_s=10.0):
+    for attempt in range(1, max_retries + 1):
+        try:
+            resp = self._sync_request(self.url, method="POST", json={{"model": model}})
+            if resp.status_code == 200:
+                return True
+        except Exception as e:
+            logger.info("attempt %d: %s", attempt, e)
+        time.sleep(retry_interval_s)
+    return False
+"""
+
+
+def test_a_warmup_at_a_fixed_pace_is_a_poll():
+    # fireworks training/sdk/deployment.py warmup: probe every 10 s until the deployment answers
+    assert _codes(WARMUP.replace("{name}", "warmup"), SYNC) == []
+    assert {"RTY202", "RTY302"} <= set(_codes(WARMUP.replace("{name}", "submit"), SYNC))
+
+
+APPEARS = """
+async def get_link(self, url, session):
+    for time_to_wait in exponential_sleep_generator(initial=10, maximum=120):
+        try:
+            return await session.get(url=url)
+        except ClientResponseError as exc:
+            if exc.status in {statuses}:
+                await asyncio.sleep(time_to_wait)
+            else:
+                raise
+"""
+
+
+def test_a_handler_that_waits_only_on_chosen_client_errors_waits_for_the_resource():
+    # airflow google hooks/datafusion.py _get_link: a 404 until the pipeline run is visible
+    assert "RTY302" not in _codes(APPEARS.replace("{statuses}", "(404,)"), SYNC)
+    assert "RTY302" in _codes(APPEARS.replace("{statuses}", "(404, 503)"), SYNC)
+
+
+SWITCHED = """
+class Client:
+    def __init__(self, bearer_token=None, wait_on_rate_limit={default}):
+        self.bearer_token = bearer_token
+        self.wait_on_rate_limit = wait_on_rate_limit
+
+    def request(self, method, route, params=None):
+        response = self.session.request(method, route, params=params)
+        if response.status_code == 429:
+            if self.wait_on_rate_limit:
+                return self.request(method, route, params)
+            raise TooManyRequests(response)
+        return response
+"""
+
+
+def test_a_retry_behind_a_switch_that_is_off_by_default_cannot_happen():
+    # tweepy client.py: the 429 recursion only runs after ``wait_on_rate_limit=True``
+    assert _codes(SWITCHED.replace("{default}", "False"), SYNC) == []
+    assert "RTY103" in _codes(SWITCHED.replace("{default}", "True"), SYNC)
+
+
+SUPERVISED = """
+def serve(factory, restart_on_failure={default}):
+    while True:
+        try:
+            return factory().run()
+        except Exception:
+            if not restart_on_failure:
+                raise
+            logger.exception("restarting")
+"""
+
+
+def test_a_handler_that_raises_first_unless_switched_on_retries_nothing_by_default():
+    assert _codes(SUPERVISED.replace("{default}", "False"), SYNC) == []
+    assert "RTY201" in _codes(SUPERVISED.replace("{default}", "True"), SYNC)
+    # a caller in the module turns it on: the retry happens
+    on = SUPERVISED.replace("{default}", "False") + "\nserve(make, restart_on_failure=True)\n"
+    assert "RTY201" in _codes(on, SYNC)
+
+
+DISCOVERY = """
+def import_with_dummies(name, missing_modules=()):
+    while True:
+        try:
+            return import_module(name)
+        except ImportError as ie:
+            if ie.name is None:
+                raise
+            {guard}
+            missing_modules += (ie.name,)
+"""
+
+
+def test_a_path_that_records_each_failure_and_gives_up_on_a_repeat_is_a_discovery():
+    # dlt common/reflection/ref.py: each pass stubs one more missing module; a repeat raises
+    assert _codes(DISCOVERY.replace("{guard}", "if ie.name in missing_modules:\n                raise"), SYNC) == []
+    assert "RTY201" in _codes(DISCOVERY.replace("{guard}", "pass"), SYNC)
+
+
+RECOVERY = """
+class ThreadState:
+    def recovers_from(self, error):
+        if self.thread_id is not None and error.status_code == 409:
+            self.thread_id = None
+            return True
+        return False
+
+
+def recoverable(error):
+    return error.status_code == 409
+
+
+def create_with_recovery(self, overrides):
+    while True:
+        arguments = self._state.create_arguments(overrides)
+        try:
+            return self._client.messages.create(**arguments)
+        except APIStatusError as error:
+            if not {who}.recovers_from(error):
+                raise
+"""
+
+
+def test_a_failure_handed_to_the_object_that_builds_the_request_is_a_repair():
+    # anthropic lib/threads/_beta_threads.py: the thread state switches to a new thread, then resends
+    assert _codes(RECOVERY.replace("{who}", "self._state"), SYNC) == []
+    # handed to a predicate that only decides: the same request goes round at once
+    assert "RTY201" in _codes(RECOVERY.replace("{who}.recovers_from", "recoverable"), SYNC)
+
+
+FALLBACK = """
+def request(self, url, path):
+    while True:
+        response = self.session.get(url, allow_redirects=False)
+        if response.status_code < 300:
+            return response
+        {move}
+        time.sleep(random.uniform(0, 5))
+"""
+
+
+def test_a_status_loop_that_sends_elsewhere_on_the_way_back_is_a_walk():
+    # gallery_dl extractor/bunkr.py: follow the Location header, or fall back to another domain
+    assert _codes(FALLBACK.replace("{move}", 'url = response.headers["Location"]'), SYNC) == []
+    assert _codes(FALLBACK.replace("{move}", 'url = "https://" + random.choice(DOMAINS) + path'), SYNC) == []
+    assert "RTY302" in _codes(FALLBACK.replace("{move}", 'self.log.debug("again")'), SYNC)
+
+
+SMALLER = """
+class Store:
+    def add(self, texts, chunk_size=500):
+        try:
+            return self._store.add_texts(texts, bulk_kwargs={{"chunk_size": chunk_size}})
+        except ConnectionTimeout as e:
+            if chunk_size <= 50:
+                raise e
+            return self.add(texts, chunk_size={passed})
+"""
+
+
+def test_a_recursion_that_passes_the_value_its_exit_tests_for_retries_once():
+    # ibm-watsonx-ai es_adapter.py _fallback_add_documents: one retry with chunks of 50
+    assert "RTY201" not in _codes(SMALLER.replace("{passed}", "50"), SYNC)
+    assert "RTY201" in _codes(SMALLER.replace("{passed}", "chunk_size"), SYNC)
+
+
+def test_a_change_made_only_on_success_does_not_make_the_failed_status_a_walk():
+    # langchain_community obs_directory.py: the marker moves on success only; a failed status
+    # re-sends the same page at once, forever
+    source = """
+    def load(self):
+        mark = None
+        docs = []
+        while True:
+            resp = self.client.listObjects(self.bucket, marker=mark)
+            if resp.status < 300:
+                docs.extend(resp.body.contents)
+                if resp.body.is_truncated is True:
+                    mark = resp.body.next_marker
+                else:
+                    break
+        return docs
+    """
+    assert {"RTY101", "RTY201"} <= set(_codes(source, SYNC))
+
+
+def test_a_recursion_after_waiting_out_the_pending_future_runs_once_more():
+    # distributed actor.py: on OSError, wait for the actor's future, then call once more; the
+    # future is done by then, so the next OSError gives up
+    source = """
+    async def run(self, key):
+        try:
+            return await self._worker_rpc.actor_execute(function=key)
+        except OSError:
+            if self._future and not self._future.done():
+                {wait}
+                return await self.run(key)
+            return _Error(OSError("Unable to contact Actor's worker"))
+    """
+    assert "RTY103" not in _codes(source.replace("{wait}", "await self._future"), SYNC)
+    assert "RTY103" in _codes(source.replace("{wait}", "self.log.debug('again')"), SYNC)

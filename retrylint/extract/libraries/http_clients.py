@@ -10,6 +10,7 @@ httpcore: 0 s, then 0.5 s, 1 s, 2 s … (no jitter, no cap).
 
 from __future__ import annotations
 
+import re
 from typing import List, Optional
 
 import libcst as cst
@@ -58,6 +59,9 @@ DEFAULTS = {
 }
 
 TRIGGER = Trigger(text=text_trigger("urllib3", "HTTPAdapter", "HTTPTransport", "Retry"), calls=_WORDS)
+#: Keeps the methods that only read a response with a Retry object (``_only_parses_headers``).
+READERS = Trigger(text=text_trigger("parse_retry_after", "get_retry_after"),
+                  calls=frozenset({"parse_retry_after", "get_retry_after"}), context=True)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
@@ -74,6 +78,8 @@ def extract(ctx: ModuleContext) -> List[RetryPolicy]:
 
 
 def _urllib3(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPolicy]:
+    if not call.args and _only_parses_headers(call, ctx):
+        return None  # sentry's ``self._retry = urllib3.util.Retry()`` reads Retry-After with it
     total_expr = args.get("total", 0)
     if total_expr is not None and is_false(resolve(total_expr, ctx)):
         return None  # Retry(0) / Retry(False): retries switched off
@@ -87,7 +93,11 @@ def _urllib3(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPo
             bound = Bound(attempts=UNKNOWN)  # each kind of failure has its own limit
     else:
         bound = Bound(attempts=float(total) + 1 if known(total) else UNKNOWN)  # type: ignore[arg-type]
+    if args.opaque and not args.given("total") and not limits_given(args) and _may_pass(call, "total", ctx):
+        bound = Bound(attempts=UNKNOWN)  # ``Retry(**config)``: the configuration sets the bound
     factor = value(args.get("backoff_factor"), ctx, DEFAULTS["Retry.backoff_factor"])
+    if args.opaque and not args.given("backoff_factor") and _may_pass(call, "backoff_factor", ctx):
+        factor = UNKNOWN  # ``Retry(**idp_request_retry_kwargs)``: values only the user sets
     cap = value(args.get("backoff_max"), ctx, DEFAULTS["Retry.backoff_max"])
     jitter_amount = value(args.get("backoff_jitter"), ctx, DEFAULTS["Retry.backoff_jitter"])
     text = ctx.code(call)
@@ -95,7 +105,8 @@ def _urllib3(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPo
         delay = Delay(DelayKind.NONE, text=text)
     elif not known(factor):
         # A factor passed in may be 0 (immediate retries) or anything else: no shape to judge.
-        delay = Delay(DelayKind.UNKNOWN, text=f"backoff_factor={ctx.code(args.get('backoff_factor'))}")
+        given = args.get("backoff_factor")
+        delay = Delay(DelayKind.UNKNOWN, text=f"backoff_factor={ctx.code(given)}" if given is not None else text)
     else:
         if args.opaque and not args.given("backoff_jitter") and _may_pass(call, "backoff_jitter", ctx):
             jitter = Jitter(JitterKind.UNKNOWN)  # `**kwargs` may carry backoff_jitter
@@ -113,6 +124,27 @@ def _urllib3(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPo
         if codes is not None:
             statuses = RetriedStatuses(tuple(sorted(codes)), ctx.location(forcelist), f"status_forcelist={ctx.code(forcelist)}")
     return build("urllib3", call, ctx, bound, delay, (), description="urllib3 `Retry(...)`", statuses=statuses)
+
+
+def limits_given(args: Args) -> bool:
+    return any(args.given(name) for name in _COUNTERS)
+
+
+#: Methods of a Retry object that only read a response (no request is re-sent through them).
+_READERS = re.compile(r"\.(parse_retry_after|get_retry_after|get_backoff_time|is_retry|is_exhausted)\(")
+
+
+def _only_parses_headers(call: cst.Call, ctx: ModuleContext) -> bool:
+    """A default ``Retry()`` kept in a name whose every use reads a response with it."""
+    parent = ctx.parent(call)
+    if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+        return False
+    target = ctx.code(parent.targets[0].target)
+    source = ctx.module.code
+    uses = [m.end() for m in re.finditer(re.escape(target) + r"\b", source)]
+    others = [end for end in uses if not source[end:].lstrip().startswith("=")
+              or source[end:].lstrip().startswith("==")]
+    return bool(others) and all(_READERS.match(source, end) for end in others)
 
 
 def _may_pass(call: cst.Call, keyword: str, ctx: ModuleContext) -> bool:

@@ -1,0 +1,94 @@
+"""Retries behind a switch that is off with the package's defaults.
+
+``if self.wait_on_rate_limit: return self.request(...)`` (tweepy, ``wait_on_rate_limit=False``
+in ``__init__``) or ``except Exception: if not restart_on_failure: raise`` (a parameter
+defaulting to False that no caller here turns on): with the defaults the way back is never
+taken, so the retry cannot happen. The labeled sets judge such code by its defaults; a user
+who turns the switch on has chosen the retry. Unknown values are never guessed: a switch whose
+value we cannot read is taken to be on.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..program import DEFAULT
+from ..syntax import number
+from .context import ModuleContext
+
+
+def off_by_default(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[bool]:
+    """Whether ``test`` is true with the defaults: False/True when it reads one switch whose
+    default we know, None otherwise."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = off_by_default(test.expression, ctx)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Attribute):
+        found = ctx.outside_value(test)
+        return _truth(found) if found is not None else None
+    if isinstance(test, cst.Name):
+        return _parameter_default(test, ctx)
+    return None
+
+
+def _parameter_default(name: cst.Name, ctx: ModuleContext) -> Optional[bool]:
+    bindings = ctx.bindings(name)
+    if len(bindings) != 1 or bindings[0].kind != "param":
+        return None
+    param = bindings[0].node
+    if not isinstance(param, cst.Param) or param.default is None:
+        return None
+    default = _truth(param.default)
+    if default is None:
+        return None
+    passed = ctx.parameter_values(param)
+    if passed is not None and any(v is not DEFAULT and _plain(v) != default for v in passed):
+        return None  # a caller here turns it on (or passes something we cannot read)
+    return default
+
+
+def _plain(value: object) -> Optional[bool]:
+    if isinstance(value, (bool, int, float)) or value is None:
+        return bool(value)
+    return None
+
+
+def _truth(node: cst.BaseExpression) -> Optional[bool]:
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return node.value == "True"
+    value = number(node)
+    return bool(value) if value is not None else None
+
+
+def taken_only_when(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """``node`` (a call, a ``continue``) sits in the body of an ``if`` between it and ``stop``
+    whose test is false with the defaults."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if ancestor is stop:
+            return False
+        if isinstance(ancestor, cst.If) and _in_body(child, ancestor) and off_by_default(ancestor.test, ctx) is False:
+            return True
+        child = ancestor
+    return False
+
+
+def exits_first_by_default(body: cst.BaseSuite, ctx: ModuleContext) -> bool:
+    """The handler starts with ``if not restart_on_failure: raise`` and the switch is off."""
+    statements = list(getattr(body, "body", ()))
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine) and all(
+                isinstance(s, cst.Expr) and isinstance(s.value, (cst.Call, cst.SimpleString)) for s in statement.body):
+            continue  # logging first
+        if not isinstance(statement, cst.If) or statement.orelse is not None:
+            return False
+        raises = [s for line in statement.body.body if isinstance(line, cst.SimpleStatementLine)  # type: ignore[attr-defined]
+                  for s in line.body if isinstance(s, (cst.Raise, cst.Return))]
+        return bool(raises) and off_by_default(statement.test, ctx) is True
+    return False
+
+
+def _in_body(child: cst.CSTNode, node: cst.If) -> bool:
+    return child is node.body
