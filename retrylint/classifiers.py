@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from .syntax import ast_dotted_name as _dotted
+
 ALL_STATUSES: FrozenSet[int] = frozenset(range(100, 600))
 #: Attributes that hold an HTTP status on a response or an HTTP error.
 _STATUS_ATTRS = frozenset({"status_code", "status", "status_int", "http_status"})
@@ -31,12 +33,49 @@ _STATUS_PARAM = re.compile(r"(http_)?(status|status_code|code|http_code|response
 _CONSTANT_STATUS = re.compile(r"HTTP_(\d{3})")
 _MAX_STATEMENTS = 40
 #: Flags of httpx/requests responses: the statuses for which they are true.
-_FLAGS = {
+FLAG_ATTRS = {
     "ok": frozenset(range(100, 400)),
     "is_success": frozenset(range(200, 300)),
     "is_error": frozenset(range(400, 600)),
     "is_server_error": frozenset(range(500, 600)),
     "is_client_error": frozenset(range(400, 500)),
+    "is_redirect": frozenset(range(300, 400)),
+}
+
+
+def named_status(name: str, qualified: "set[str]") -> Optional[int]:
+    """The status a name stands for: ``status.HTTP_429_TOO_MANY_REQUESTS``, ``HTTPStatus.OK``,
+    ``requests.codes.ok`` (``qualified``: the names it may resolve to)."""
+    last = name.rsplit(".", 1)[-1]
+    match = _CONSTANT_STATUS.match(last)
+    if match:
+        return int(match.group(1))
+    if any("HTTPStatus" in q or "codes" in q for q in qualified):
+        try:
+            return int(http.HTTPStatus[last.upper()])
+        except KeyError:
+            return _REQUESTS_CODE_ALIASES.get(last.lower())
+    return None
+
+
+#: ``requests.codes`` names that are no ``HTTPStatus`` member.
+_REQUESTS_CODE_ALIASES = {
+    "too_many": 429,
+    "too_many_requests": 429,
+    "unavailable": 503,
+    "server_error": 500,
+    "bad_gateway": 502,
+    "gateway_timeout": 504,
+    "not_found": 404,
+    "ok": 200,
+    "created": 201,
+    "accepted": 202,
+    "no_content": 204,
+    "bad_request": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "conflict": 409,
+    "request_timeout": 408,
 }
 
 
@@ -153,9 +192,9 @@ class _Reader:
             return result
         if isinstance(test, ast.Compare):
             return self._comparison(test)
-        if isinstance(test, ast.Attribute) and test.attr in _FLAGS and self._rooted(test.value):
+        if isinstance(test, ast.Attribute) and test.attr in FLAG_ATTRS and self._rooted(test.value):
             self.read = True
-            return _FLAGS[test.attr]
+            return FLAG_ATTRS[test.attr]
         if self._mentions(test):
             raise _Unreadable
         return None
@@ -203,18 +242,7 @@ class _Reader:
             value = self.env[expr.id]
             return value if 100 <= value < 600 else None
         name = _dotted(expr)
-        if name is None:
-            return None
-        last = name.rsplit(".", 1)[-1]
-        match = _CONSTANT_STATUS.match(last)
-        if match:
-            return int(match.group(1))
-        if "HTTPStatus" in name or "codes" in name.split("."):
-            try:
-                return int(http.HTTPStatus[last.upper()])
-            except KeyError:
-                return None
-        return None
+        return named_status(name, {name}) if name is not None else None
 
     def _collection(self, expr: ast.expr) -> Optional[FrozenSet[int]]:
         if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
@@ -264,7 +292,7 @@ class _Reader:
         return any(
             isinstance(n, ast.Name) and (n.id in self.names or n.id in self.derived)
             or isinstance(n, ast.Attribute) and self._is_status(n)
-            or isinstance(n, ast.Attribute) and n.attr in _FLAGS and self._rooted(n.value)
+            or isinstance(n, ast.Attribute) and n.attr in FLAG_ATTRS and self._rooted(n.value)
             for n in ast.walk(node)
         )
 
@@ -291,14 +319,3 @@ def _apply(op: ast.cmpop, values: FrozenSet[int], subject_left: bool) -> FrozenS
     if isinstance(op, ast.Gt):
         return frozenset(s for s in ALL_STATUSES if s > value)
     return frozenset(s for s in ALL_STATUSES if s >= value)
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts: List[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 from .classifiers import Classifier, read_classifier
 from .model import TASK_QUEUE_SOURCES
 from .summaries import self_attributes_cleared
+from .syntax import ast_dotted_name as _dotted
 
 if TYPE_CHECKING:
     from .model import RetryPolicy
@@ -221,15 +222,6 @@ def _called_name(func: ast.AST) -> Optional[str]:
     return None
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts: List[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 # ---------------------------------------------------------------- one module's facts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Callable, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
@@ -280,3 +281,15 @@ def statement_calls(region: cst.CSTNode) -> Iterator[cst.Call]:
             value = unwrap_await(node.value)
             if isinstance(value, cst.Call):
                 yield value
+
+
+def ast_dotted_name(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for an ``ast`` Name/Attribute chain (the ``ast`` twin of :func:`dotted_name`)."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None

@@ -371,21 +371,28 @@ class ModuleContext:
             stack.extend(children(current))
         return node
 
+    def callee(self, call: cst.Call) -> Optional[Tuple[str, Optional[str]]]:
+        """(name, receiver) of a call of a function or method the program view may know:
+        ``helper(x)`` → ("helper", None), ``self._backoff(n)`` → ("_backoff", "self"); None for a
+        local or parameter holding some callable, or a callee that is no dotted name."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            if any(b.kind not in ("def", "import") for b in self.bindings(func)):
+                return None
+            return func.value, None
+        if isinstance(func, cst.Attribute):
+            receiver = dotted_name(func.value)
+            return (func.attr.value, receiver) if receiver is not None else None
+        return None
+
     def helper_delay(self, call: cst.Call, want: str) -> Optional[cst.BaseExpression]:
         """The delay a call's helper ``returns`` or ``sleeps``, written in terms of the call's
         arguments (``self._backoff(attempt)`` → ``min(60, 0.5 * 2 ** attempt)``); None when
         the helper is not one expression of its parameters."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            if any(b.kind not in ("def", "import") for b in self.bindings(func)):
-                return None  # a local variable or parameter holding some callable
-            name, receiver = func.value, None
-        elif isinstance(func, cst.Attribute):
-            name, receiver = func.attr.value, dotted_name(func.value)
-            if receiver is None:
-                return None
-        else:
+        callee = self.callee(call)
+        if callee is None:
             return None
+        name, receiver = callee
         owner = self.enclosing_class(call) if receiver in ("self", "cls") else None
         found = self.program.helper(name, receiver, owner)
         if found is None and receiver == "self" and owner is not None:

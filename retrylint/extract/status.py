@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import http
 import re
 from typing import FrozenSet, Optional, Tuple
 
 import libcst as cst
 
+from ..classifiers import ALL_STATUSES, FLAG_ATTRS, named_status
 from ..syntax import dotted_name, number, unwrap_await, walk
 from .context import ModuleContext
 
-ALL_STATUSES: FrozenSet[int] = frozenset(range(100, 600))
 STATUS_ATTRS = frozenset({"status_code", "status", "code", "status_int", "http_status", "getcode"})
-FLAG_ATTRS = {
-    "ok": frozenset(range(100, 400)),
-    "is_success": frozenset(range(200, 300)),
-    "is_error": frozenset(range(400, 600)),
-    "is_server_error": frozenset(range(500, 600)),
-    "is_client_error": frozenset(range(400, 500)),
-    "is_redirect": frozenset(range(300, 400)),
-}
-_CONSTANT_STATUS = re.compile(r"HTTP_(\d{3})")
 #: What a status predicate is handed: a response (``response``, ``err.response``) or a status
 #: (``r.status``, ``status_code``); the words ``candidates.FAILURE_WORDS`` needs are in it.
 RESPONSE_OR_STATUS = re.compile(r"(^|\.)(\w*resp(onse)?|(http_)?status(_code)?)$")
@@ -147,17 +137,10 @@ def _budget_check(test: cst.BaseExpression) -> bool:
 def classified(call: cst.Call, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
     """``self._should_retry(response)``: the statuses a status predicate of the checked tree
     returns true for (:mod:`retrylint.classifiers`), when the call hands it a response or status."""
-    func = call.func
-    if isinstance(func, cst.Name):
-        if any(b.kind not in ("def", "import") for b in ctx.bindings(func)):
-            return None  # a local or parameter holding some callable
-        name, receiver = func.value, None
-    elif isinstance(func, cst.Attribute):
-        name, receiver = func.attr.value, dotted_name(func.value)
-        if receiver is None:
-            return None
-    else:
+    callee = ctx.callee(call)
+    if callee is None:
         return None
+    name, receiver = callee
     if any(arg.star for arg in call.args):
         return None
     owner = ctx.enclosing_class(call) if receiver in ("self", "cls") else None
@@ -250,16 +233,9 @@ def status_constant(expr: cst.BaseExpression, ctx: ModuleContext) -> Optional[in
     name = dotted_name(expr)
     if name is None:
         return None
-    last = name.rsplit(".", 1)[-1]
-    match = _CONSTANT_STATUS.match(last)
-    if match:
-        return int(match.group(1))
-    qualified = {q for q in ctx.qualified_names(expr)} | {name}
-    if any("HTTPStatus" in q or "codes" in q for q in qualified):
-        try:
-            return int(http.HTTPStatus[last.upper()])
-        except KeyError:
-            return _REQUESTS_CODE_ALIASES.get(last.lower())
+    found = named_status(name, {q for q in ctx.qualified_names(expr)} | {name})
+    if found is not None:
+        return found
     if isinstance(expr, cst.Name):
         constant = ctx.module_constant(expr.value, expr)
         if constant is not None and constant is not expr:
@@ -267,24 +243,6 @@ def status_constant(expr: cst.BaseExpression, ctx: ModuleContext) -> Optional[in
     return None
 
 
-_REQUESTS_CODE_ALIASES = {
-    "too_many": 429,
-    "too_many_requests": 429,
-    "unavailable": 503,
-    "server_error": 500,
-    "bad_gateway": 502,
-    "gateway_timeout": 504,
-    "not_found": 404,
-    "ok": 200,
-    "created": 201,
-    "accepted": 202,
-    "no_content": 204,
-    "bad_request": 400,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "conflict": 409,
-    "request_timeout": 408,
-}
 
 
 def _collection(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0) -> Optional[FrozenSet[int]]:

@@ -32,6 +32,30 @@ def _codes(code: str, flavour: dict):
     return sorted({f.code for f in _report(code, flavour).findings})
 
 
+TUMBLR = """
+        {def} call(self, url, params, **kwargs):
+            kwargs["params"] = params
+            while True:
+                response = {aw}self.request(url, **kwargs)
+                try:
+                    data = response.json()
+                except ValueError:
+                    data = response.text
+                    status = response.status_code
+                else:
+                    status = data["meta"]["status"]
+                    if 200 <= status < 400:
+                        return data["response"]
+                if status == 403:
+                    msg = data.get("response")
+                    if msg == "You do not have permission" and self.api_key is None:
+                        {{way_back}}
+                        continue
+                    raise AuthorizationError(msg)
+                raise RequestError(status)
+"""
+
+
 # (id, not a retry: no finding at all, the twin that is a retry, codes the twin must get)
 PAIRS = [
     (
@@ -932,50 +956,8 @@ PAIRS = [
     ),
     (
         "switch-credentials-on-403",  # gallery_dl extractor/tumblr.py: retry once with the api key
-        """
-        {def} call(self, url, params, **kwargs):
-            kwargs["params"] = params
-            while True:
-                response = {aw}self.request(url, **kwargs)
-                try:
-                    data = response.json()
-                except ValueError:
-                    data = response.text
-                    status = response.status_code
-                else:
-                    status = data["meta"]["status"]
-                    if 200 <= status < 400:
-                        return data["response"]
-                if status == 403:
-                    msg = data.get("response")
-                    if msg == "You do not have permission" and self.api_key is None:
-                        self.api_key = params["api_key"] = self.consumer_key
-                        continue
-                    raise AuthorizationError(msg)
-                raise RequestError(status)
-        """,
-        """
-        {def} call(self, url, params, **kwargs):
-            kwargs["params"] = params
-            while True:
-                response = {aw}self.request(url, **kwargs)
-                try:
-                    data = response.json()
-                except ValueError:
-                    data = response.text
-                    status = response.status_code
-                else:
-                    status = data["meta"]["status"]
-                    if 200 <= status < 400:
-                        return data["response"]
-                if status == 403:
-                    msg = data.get("response")
-                    if msg == "You do not have permission" and self.api_key is None:
-                        self.log.debug("again")
-                        continue
-                    raise AuthorizationError(msg)
-                raise RequestError(status)
-        """,
+        TUMBLR.replace("{{way_back}}", 'self.api_key = params["api_key"] = self.consumer_key'),
+        TUMBLR.replace("{{way_back}}", 'self.log.debug("again")'),
         ["RTY201"],
     ),
 ]
