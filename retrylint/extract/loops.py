@@ -662,11 +662,35 @@ def _same_operation_again(
         and not any(renews_credentials(r, None, ctx) for r in regions_of[id(h.node)])
         and not populates_missing(h, regions_of[id(h.node)], ctx)
         and not exits_first_by_default(h.node.body, ctx)  # ``if not restart_on_failure: raise``
+        and not (FALL in _handler_outcomes(h, ctx) and _empty_result_leaves(analysis, loop, ctx))
         and told_by_failure(h.variable, regions_of[id(h.node)], reads) is None
         and not records_each_failure(h.variable, regions_of[id(h.node)])
         and not hands_failure_to_input_source(h.variable, regions_of[id(h.node)], reads)
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
+
+
+def _empty_result_leaves(analysis: TryAnalysis, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """``chunk = None``, then ``try: chunk = next(gen)`` ``except Exception as ex: read_error = ex``,
+    then ``if not chunk: done = True; break`` (clickhouse-connect's reader): each pass empties the
+    result first, a failed attempt leaves it empty, and the test after the try leaves the loop
+    on an empty result."""
+    rest = analysis.rest
+    if not rest or not isinstance(rest[0], cst.If) or rest[0].orelse is not None:
+        return False
+    test = rest[0].test
+    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            and isinstance(test.expression, cst.Name)):
+        return False
+    if not outcomes(statements(rest[0].body)) <= EXITS:
+        return False
+    try_line = ctx.location(analysis.node).line
+    bindings = ctx.bindings(test.expression)
+    emptied = [b for b in bindings if b.value is not None and ctx.is_inside(b.node, loop)
+               and not ctx.is_inside(b.node, analysis.node) and ctx.location(b.node).line < try_line]
+    filled = [b for b in bindings if ctx.is_inside(b.node, analysis.node.body)]
+    in_handlers = [b for b in bindings if any(ctx.is_inside(b.node, h.node) for h in analysis.handlers)]
+    return bool(emptied and filled) and not in_handlers and all(_truthiness(b.value) is False for b in emptied)
 
 
 def _failure_ends_loop(handler: Handler, loop: cst.CSTNode) -> bool:

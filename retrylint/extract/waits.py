@@ -88,6 +88,11 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
         # ``event.wait(delay)``, ``self._reconnect_abort.wait(delay)``: a timed wait; ``event.wait()``
         # waits for something else to happen (an unknown delay, not none).
         positional, keywords = call_args(call)
+        until = keywords.get("until")
+        if until is not None and not (isinstance(until, cst.Name) and until.value == "None"):
+            # ``self.extractor.wait(until=reset, seconds=None if reset else 600)``: the server's
+            # reset time decides; the seconds are only its fallback
+            return Sleep(call, None, "named")
         timeout = next((keywords[k] for k in ("timeout", "seconds", "secs", "delay") if k in keywords), None)
         if timeout is None and positional:
             timeout = positional[0]

@@ -1778,3 +1778,78 @@ def test_a_recursion_after_waiting_out_the_pending_future_runs_once_more():
     """
     assert "RTY103" not in _codes(source.replace("{wait}", "await self._future"), SYNC)
     assert "RTY103" in _codes(source.replace("{wait}", "self.log.debug('again')"), SYNC)
+
+
+READER = """
+def make(read_gen, read_lock, close_requested, close_response, deferred_close, decompress, buffer_size, logger):
+    reading = False
+    def buffered():
+        nonlocal reading
+        chunks = deque()
+        done = False
+        current_size = 0
+        read_error = None
+        while True:
+            while not done:
+                {reset}
+                try:
+                    with read_lock:
+                        reading = True
+                        try:
+                            if not close_requested.is_set() and read_gen is not None:
+                                chunk = next(read_gen, None)
+                        finally:
+                            reading = False
+                            if deferred_close:
+                                close_response()
+                except Exception as ex:
+                    # Store the exception for re-raising later
+                    read_error = ex
+                    logger.warning("unexpected failure to read next chunk", exc_info=True)
+                if not chunk:
+                    done = True
+                    break
+                chunks.append(chunk)
+                current_size += len(chunk)
+                if current_size > buffer_size:
+                    break
+            if len(chunks) == 0:
+                if read_error:
+                    raise OperationalError("Failed to read response data from server") from read_error
+                return
+            if decompress:
+                chunk, used = decompress(chunks)
+                current_size -= used
+            else:
+                chunk = chunks.popleft()
+                current_size -= len(chunk)
+            if chunk:
+                yield chunk
+    return buffered()
+"""
+
+
+def test_a_failed_read_that_leaves_the_result_empty_ends_the_loop():
+    # clickhouse-connect driver/httputil.py: ``chunk = None`` each pass; a failed read stores the
+    # error, and the empty chunk ends the reading
+    assert _codes(READER.replace("{reset}", "chunk = None"), SYNC) == []
+    # not emptied on each pass: after a good chunk, a failed read leaves the last chunk in
+    # place and the read goes round at once
+    assert "RTY201" in _codes(READER.replace("{reset}", "pass"), SYNC)
+
+
+def test_a_wait_until_the_servers_reset_time_is_no_fixed_delay():
+    # gallery_dl extractor/sankaku.py: wait until X-RateLimit-Reset; 600 s only when it is missing
+    source = """
+    def call(self, url):
+        for _ in range(5):
+            response = self.extractor.request(url, fatal=None)
+            if response.status_code == 429:
+                until = response.headers.get("X-RateLimit-Reset")
+                seconds = None if until else 600
+                self.extractor.wait({args})
+                continue
+            return response.json()
+    """
+    assert "RTY202" not in _codes(source.replace("{args}", "until=until, seconds=seconds"), SYNC)
+    assert "RTY202" in _codes(source.replace("{args}", "seconds=600"), SYNC)
