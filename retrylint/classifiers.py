@@ -312,10 +312,11 @@ def _apply(op: ast.cmpop, values: FrozenSet[int], subject_left: bool) -> FrozenS
     (value,) = tuple(values)
     if not subject_left:  # ``500 <= status``: mirror the operator
         op = {ast.Lt: ast.Gt(), ast.LtE: ast.GtE(), ast.Gt: ast.Lt(), ast.GtE: ast.LtE()}[type(op)]
-    if isinstance(op, ast.Lt):
-        return frozenset(s for s in ALL_STATUSES if s < value)
-    if isinstance(op, ast.LtE):
-        return frozenset(s for s in ALL_STATUSES if s <= value)
-    if isinstance(op, ast.Gt):
-        return frozenset(s for s in ALL_STATUSES if s > value)
-    return frozenset(s for s in ALL_STATUSES if s >= value)
+    return statuses_compared({ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">"}.get(type(op), ">="), value)
+
+
+def statuses_compared(operator: str, value: float) -> FrozenSet[int]:
+    """The statuses ``s`` for which ``s <operator> value`` holds (``<``, ``<=``, ``>``, ``>=``)."""
+    tests = {"<": lambda s: s < value, "<=": lambda s: s <= value, ">": lambda s: s > value,
+             ">=": lambda s: s >= value}
+    return frozenset(s for s in ALL_STATUSES if tests[operator](s))

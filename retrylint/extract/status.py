@@ -7,7 +7,7 @@ from typing import FrozenSet, Optional, Tuple
 
 import libcst as cst
 
-from ..classifiers import ALL_STATUSES, FLAG_ATTRS, named_status
+from ..classifiers import ALL_STATUSES, FLAG_ATTRS, named_status, statuses_compared
 from ..syntax import dotted_name, number, unwrap_await, walk
 from .context import ModuleContext
 
@@ -195,14 +195,9 @@ def _apply(op: cst.BaseCompOp, values: FrozenSet[int], subject_left: bool) -> Fr
         return ALL_STATUSES - {v}
     if not subject_left:
         op = _mirror(op)
-    if isinstance(op, cst.LessThan):
-        return frozenset(s for s in ALL_STATUSES if s < v)
-    if isinstance(op, cst.LessThanEqual):
-        return frozenset(s for s in ALL_STATUSES if s <= v)
-    if isinstance(op, cst.GreaterThan):
-        return frozenset(s for s in ALL_STATUSES if s > v)
-    if isinstance(op, cst.GreaterThanEqual):
-        return frozenset(s for s in ALL_STATUSES if s >= v)
+    symbol = {cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">", cst.GreaterThanEqual: ">="}.get(type(op))
+    if symbol is not None:
+        return statuses_compared(symbol, v)
     return frozenset()
 
 

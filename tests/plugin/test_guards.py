@@ -165,7 +165,9 @@ def test_a_forever_retry_under_given_fails_fast(pytester):
     out = result.stdout.str()
     assert "scenario=Scenario(" in out  # still reported with the example
     assert "sleeps exceed max_sleeps=100" in out and "Under hypothesis' @given" in out
-    assert elapsed < 4.0, f"took {elapsed:.1f} s"
+    # About 1 s on an idle machine (it was ~25 s before the guard stopped tracing the examples
+    # after a trip); the bound leaves room for a loaded CI machine (4.2 s seen while other jobs held both cores).
+    assert elapsed < 12.0, f"took {elapsed:.1f} s"
 
 
 # -- a bad ini value: one error at start-up --------------------------------------------------------
