@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from .classifiers import Classifier, read_classifier
 from .model import TASK_QUEUE_SOURCES
-from .summaries import self_attributes_cleared
+from .summaries import self_attributes_cleared, unique_nested_functions
 from .syntax import ast_dotted_name as _dotted
 
 if TYPE_CHECKING:
@@ -222,8 +222,6 @@ def _called_name(func: ast.AST) -> Optional[str]:
     return None
 
 
-
-
 # ---------------------------------------------------------------- one module's facts
 
 
@@ -296,20 +294,12 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
 
 
 def _note_nested_classifiers(tree: ast.Module, facts: ModuleFacts) -> None:
-    """Predicates defined inside a function (segment's ``is_retryable_status``), by their bare
-    name when it is unique in the module (as :func:`retrylint.summaries._functions` keys them)."""
-    from .summaries import _nested_functions
-
-    taken = {f.name for f in tree.body if isinstance(f, _FUNCTIONS)}
+    """Predicates defined inside a function (segment's ``is_retryable_status``), keyed as
+    :func:`retrylint.summaries._functions` keys nested helpers."""
     outer = [f for f in tree.body if isinstance(f, _FUNCTIONS)] + [
         m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, _FUNCTIONS)]
-    nested: Dict[str, List[ast.AST]] = {}
-    for func in outer:
-        for inner in _nested_functions(func.body):
-            nested.setdefault(inner.name, []).append(inner)  # type: ignore[attr-defined]
-    for name, found in nested.items():
-        if len(found) == 1 and name not in taken:
-            _note_classifier(facts, name, found[0], method=False)
+    for name, inner in unique_nested_functions(tree, outer):
+        _note_classifier(facts, name, inner, method=False)
 
 
 def _note_classifier(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:

@@ -133,16 +133,23 @@ def _functions(tree: ast.Module) -> Iterator[Tuple[str, Tuple[Optional[str], ast
                 if isinstance(member, _FUNCTIONS):
                     outer.append(member)
                     yield f"{statement.name}.{member.name}", (statement.name, member)
-    # Helpers defined inside a function (segment's ``apply_backoff`` closure), by their bare
-    # name when it is unique in the module: the calls of the enclosing function reach them.
-    taken = {f.name for f in tree.body if isinstance(f, _FUNCTIONS)}  # type: ignore[attr-defined]
+    # Helpers defined inside a function (segment's ``apply_backoff`` closure): the calls of the
+    # enclosing function reach them.
+    for name, inner in unique_nested_functions(tree, outer):
+        yield name, (None, inner)
+
+
+def unique_nested_functions(tree: ast.Module, outer: Sequence[ast.AST]) -> Iterator[Tuple[str, ast.AST]]:
+    """Functions defined inside the ``outer`` functions and methods, by their bare name when it
+    is unique in the module and no module-level function has it."""
+    taken = {f.name for f in tree.body if isinstance(f, _FUNCTIONS)}
     nested: Dict[str, List[ast.AST]] = {}
     for func in outer:
         for inner in _nested_functions(func.body):  # type: ignore[attr-defined]
             nested.setdefault(inner.name, []).append(inner)  # type: ignore[attr-defined]
     for name, found in nested.items():
         if len(found) == 1 and name not in taken:
-            yield name, (None, found[0])
+            yield name, found[0]
 
 
 def _nested_functions(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:

@@ -293,3 +293,11 @@ def ast_dotted_name(node: ast.AST) -> Optional[str]:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+def literal_truth(node: cst.BaseExpression) -> Optional[bool]:
+    """Whether a literal is true (``True``, ``False``, ``None``, a number); None when unknown."""
+    if isinstance(node, cst.Name):
+        return node.value == "True" if node.value in ("True", "False", "None") else None
+    value = number(node)
+    return bool(value) if value is not None else None

@@ -137,13 +137,22 @@ def status_outcomes(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContex
     return frozenset(current)
 
 
+def status_branch(node: cst.If, status: int, ctx: ModuleContext) -> Optional[Sequence[cst.CSTNode]]:
+    """The statements a response with ``status`` runs at this ``if`` (an empty list for a
+    missing ``else``), when its test surely decides; None when it may go either way."""
+    tested = status_range(node.test, ctx)
+    if tested is None or status not in tested[0] and status in tested[1]:
+        return None
+    body, orelse = if_branches(node)
+    return body if status in tested[0] else (orelse or [])
+
+
 def _status_statement(node: cst.CSTNode, status: int, ctx: ModuleContext) -> FrozenSet[str]:
     if isinstance(node, cst.If):
+        branch = status_branch(node, status, ctx)
+        if branch is not None:
+            return status_outcomes(branch, status, ctx)
         body, orelse = if_branches(node)
-        tested = status_range(node.test, ctx)
-        if tested is not None and (status in tested[0] or status not in tested[1]):
-            branch = body if status in tested[0] else orelse
-            return status_outcomes(branch, status, ctx) if branch is not None else frozenset({FALL})
         result = set(status_outcomes(body, status, ctx))
         result |= status_outcomes(orelse, status, ctx) if orelse is not None else {FALL}
         return frozenset(result)

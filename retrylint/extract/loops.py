@@ -50,7 +50,7 @@ from ..syntax import (
     dotted_name,
     if_branches,
     last_name,
-    number,
+    literal_truth,
     outcomes,
     statement_calls,
     statements,
@@ -63,7 +63,7 @@ from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
 from .switches import exits_first_by_default
-from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_outcomes
+from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_branch, status_outcomes
 from .polls import (
     attempt_probes, awaits_a_state, loops_until_a_state, named_for_waiting, probes_readiness, reads_a_local_file, waits_by_name,
     waits_for_readiness,
@@ -215,11 +215,12 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     counters.update(counted)
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
     delay, delay_location, immediate, delay_anchor = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
-    if _polls(loop, retry_trys, status, delay, immediate, ctx, result_names):
+    readiness = _asks_for_readiness(loop, retry_trys, status, ctx)
+    if _polls(loop, retry_trys, status, delay, immediate, ctx, result_names, readiness):
         return None
     errors = _errors(retry_trys, ctx, counters)
     statuses = _statuses(status, retry_trys, ctx)
-    if _asks_for_readiness(loop, retry_trys, status, ctx):
+    if readiness:
         # Waiting for a service to come up, every answer means "not up yet": which errors and
         # statuses go round is no fault; only a hot path (RTY201) or a missing bound is.
         errors, statuses = (), None
@@ -251,14 +252,13 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
 
 def _polls(
     loop: cst.CSTNode, retry_trys: List[TryAnalysis], status: Optional[StatusSite], delay: Delay,
-    immediate: Tuple[str, ...], ctx: ModuleContext, result_names: FrozenSet[str],
+    immediate: Tuple[str, ...], ctx: ModuleContext, result_names: FrozenSet[str], readiness: bool,
 ) -> bool:
-    """A wait-for-state poll or readiness wait whose failures go round at a pace of their own
-    (see :mod:`.polls`)."""
+    """A wait-for-state poll or readiness wait (``readiness``: :func:`_asks_for_readiness`) whose
+    failures go round at a pace of their own (see :mod:`.polls`)."""
     if delay.kind is DelayKind.NONE or immediate:
         return False  # a hot failure path while the poll sleeps is a retry: RTY201
-    if (waits_by_name(loop, ctx) or _asks_for_readiness(loop, retry_trys, status, ctx)) \
-            and delay.kind is DelayKind.FIXED:
+    if (waits_by_name(loop, ctx) or readiness) and delay.kind is DelayKind.FIXED:
         # A readiness wait goes round at the poll's own fixed pace; one whose delay grows was
         # written as a retry schedule (``wait_until_ready`` backing off ``2 ** attempt``).
         return True
@@ -714,14 +714,9 @@ def _failure_ends_loop(handler: Handler, loop: cst.CSTNode) -> bool:
 
 def _truthiness(value: cst.BaseExpression, exception: Optional[str] = None) -> Optional[bool]:
     """Whether a literal (or the handler's ``exception`` variable) is true; None when unknown."""
-    if isinstance(value, cst.Name):
-        if value.value in ("True", "False", "None"):
-            return value.value == "True"
-        return True if exception is not None and value.value == exception else None  # an exception is truthy
-    number_value = number(value)
-    if number_value is not None:
-        return bool(number_value)
-    return None
+    if isinstance(value, cst.Name) and exception is not None and value.value == exception:
+        return True  # an exception is truthy
+    return literal_truth(value)
 
 
 def timeout_only(handler: Handler) -> bool:
@@ -997,7 +992,7 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         for n in readable
         for branch in _success_branches(n, ctx)
     )
-    return StatusSite(first, _response_call(first, writes), final, success, _decider(readable, retried, ctx))
+    return StatusSite(first, call, final, success, _decider(readable, retried, ctx))
 
 
 def _status_path(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) -> List[cst.CSTNode]:
@@ -1005,26 +1000,19 @@ def _status_path(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) 
     (``if resp.status < 300: mark = next_marker`` is no step of a 503's way back)."""
     path: List[cst.CSTNode] = []
     for node in stmts:
-        if isinstance(node, cst.If):
-            tested = status_range(node.test, ctx)
-            body, orelse = if_branches(node)
-            if tested is not None and status in tested[0]:
-                path += _status_path(body, status, ctx)
-                continue
-            if tested is not None and status not in tested[1]:
-                path += _status_path(orelse or [], status, ctx)
-                continue
-        path.append(node)
+        branch = status_branch(node, status, ctx) if isinstance(node, cst.If) else None
+        if branch is not None:
+            path += _status_path(branch, status, ctx)
+        else:
+            path.append(node)
     return path
 
 
 def _decider(status_ifs: List[cst.If], retried: Set[int], ctx: ModuleContext) -> Optional[cst.If]:
     """The first status test whose branch for a retried status goes round with ``continue``."""
     for node in status_ifs:
-        sure, may = status_range(node.test, ctx) or (frozenset(), ALL_STATUSES)
-        body, orelse = if_branches(node)
         for code in sorted(retried):
-            branch = body if code in sure else orelse if code not in may else None
+            branch = status_branch(node, code, ctx)
             if branch is not None and CONTINUE in status_outcomes(branch, code, ctx):
                 return node
     return None

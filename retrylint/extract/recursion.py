@@ -8,7 +8,7 @@ something (a tree, a list of hosts) and is not a retry.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -120,13 +120,18 @@ def _failure_context(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) 
         if isinstance(ancestor, cst.ExceptHandler):
             return ancestor
         if isinstance(ancestor, cst.If):
-            found = status_range(ancestor.test, ctx)
-            if found is not None:
-                in_body = ctx.is_inside(call, ancestor.body)
-                taken = found[1] if in_body else ALL_STATUSES - found[0]
-                if taken and not any(200 <= s < 300 for s in taken):
-                    return ancestor
+            taken = _statuses_taken(ancestor, call, ctx)
+            if taken and not any(200 <= s < 300 for s in taken):
+                return ancestor
     return None
+
+
+def _statuses_taken(test_if: cst.If, call: cst.Call, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
+    """The statuses that may reach ``call`` through this ``if``; None when it tests no status."""
+    found = status_range(test_if.test, ctx)
+    if found is None:
+        return None
+    return found[1] if ctx.is_inside(call, test_if.body) else ALL_STATUSES - found[0]
 
 
 def _statuses(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> Optional[RetriedStatuses]:
@@ -136,11 +141,9 @@ def _statuses(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -> Opti
         if ancestor is func or isinstance(ancestor, (cst.ExceptHandler,) + DEFERRED):
             return None
         if isinstance(ancestor, cst.If):
-            found = status_range(ancestor.test, ctx)
-            if found is None:
+            taken = _statuses_taken(ancestor, call, ctx)
+            if taken is None:
                 continue
-            in_body = ctx.is_inside(call, ancestor.body)
-            taken = found[1] if in_body else ALL_STATUSES - found[0]
             retried = tuple(s for s in sorted(taken) if 400 <= s < 600)
             if not retried or any(200 <= s < 300 for s in taken):
                 return None
@@ -589,12 +592,7 @@ def _passes_what_fails_the_guard(test: cst.BaseExpression, call: cst.Call, func:
             stack += [node.left, node.right]
         else:
             conjuncts.append(node)
-    names = [p.name.value for p in _params(func)]
-    if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-        names = names[1:]
-    positional, keywords = call_args(call)
-    passed = dict(zip(names, positional))
-    passed.update(keywords)
+    passed = _passed_arguments(call, func)
     for conjunct in conjuncts:
         if isinstance(conjunct, cst.Comparison) and len(conjunct.comparisons) == 1 \
                 and isinstance(conjunct.comparisons[0].operator, cst.IsNot) \
@@ -614,14 +612,7 @@ def _passes_what_fails_the_guard(test: cst.BaseExpression, call: cst.Call, func:
 def _flips_default(func: cst.FunctionDef, call: cst.Call, param: str) -> bool:
     """The call passes a boolean constant opposite to the parameter's boolean default."""
     default = next((p.default for p in _params(func) if p.name.value == param), None)
-    passed = call_args(call)[1].get(param)
-    if passed is None:
-        names = [p.name.value for p in _params(func)]
-        if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-            names = names[1:]
-        positional = call_args(call)[0]
-        index = names.index(param) if param in names else -1
-        passed = positional[index] if 0 <= index < len(positional) else None
+    passed = _passed_arguments(call, func).get(param)
     booleans = ("True", "False")
     return (
         isinstance(default, cst.Name) and default.value in booleans
@@ -633,13 +624,7 @@ def _flips_default(func: cst.FunctionDef, call: cst.Call, param: str) -> bool:
 def _const_trips_guard(test: cst.BaseExpression, call: cst.Call, func: cst.FunctionDef, param: str) -> bool:
     """``if chunk_size <= 50 or stop: raise`` with ``chunk_size=50`` passed on: the next call
     meets the exit at once, so there is one retry (ibm-watsonx-ai's smaller-chunk fallback)."""
-    names = [p.name.value for p in _params(func)]
-    if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-        names = names[1:]
-    positional, keywords = call_args(call)
-    passed = keywords.get(param)
-    if passed is None and param in names and names.index(param) < len(positional):
-        passed = positional[names.index(param)]
+    passed = _passed_arguments(call, func).get(param)
     value = number(passed) if passed is not None else None
     if value is None:
         return False
@@ -658,6 +643,18 @@ def _const_trips_guard(test: cst.BaseExpression, call: cst.Call, func: cst.Funct
         if checks.get(type(op), False):
             return True
     return False
+
+
+def _passed_arguments(call: cst.Call, func: cst.FunctionDef) -> Dict[str, cst.BaseExpression]:
+    """What the self-call passes for each of ``func``'s parameters, by name (``self``/``cls``
+    left out of a method called as ``self.f(...)``)."""
+    names = [p.name.value for p in _params(func)]
+    if names and names[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        names = names[1:]
+    positional, keywords = call_args(call)
+    passed = dict(zip(names, positional))
+    passed.update(keywords)
+    return passed
 
 
 def _plus_one(value: Num) -> Num:

@@ -246,13 +246,9 @@ CREDENTIAL_HOLDERS = re.compile(
 def renews_credentials(region: cst.CSTNode, before_line: Optional[int], ctx: ModuleContext) -> bool:
     """The failure path renews the request's credentials (before ``before_line``)."""
     for node in walk(region, skip=DEFERRED):
-        if isinstance(node, cst.Call) and RENEWS.match(last_name(node.func) or ""):
-            renewed = node
-        elif isinstance(node, cst.Assign) and any(_holds_credentials(t.target) for t in node.targets):
-            renewed = node
-        else:
-            continue
-        if before_line is None or ctx.location(renewed).line < before_line:
+        renews = isinstance(node, cst.Call) and bool(RENEWS.match(last_name(node.func) or "")) or isinstance(
+            node, cst.Assign) and any(_holds_credentials(t.target) for t in node.targets)
+        if renews and (before_line is None or ctx.location(node).line < before_line):
             return True
     return False
 

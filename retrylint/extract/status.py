@@ -89,16 +89,17 @@ def status_range(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[Tuple
         read = [side for side, found in zip((test.left, test.right), sides) if found is not None]
         roots = {(dotted_name(n) or "").split(".")[0] for side in read for n in walk(side)
                  if isinstance(n, cst.Attribute)} - {"", "self", "cls"}
+        ranges = []
         for side, found in zip((test.left, test.right), sides):
-            if found is None and _type_test(side, roots) is None and any(
-                    isinstance(n, cst.Name) and n.value in roots for n in walk(side)):
-                # ``exc.status in (403, 429) and b"capacity" in exc.response.content``: the failure's
-                # text decides with the status, and we cannot read the text
-                return None
-        (sure_l, may_l), (sure_r, may_r) = (
-            found if found is not None else budget if _budget_check(side) else _type_test(side, roots) or unknown
-            for found, side in zip(sides, (test.left, test.right))
-        )
+            if found is None:
+                typed = _type_test(side, roots)
+                if typed is None and any(isinstance(n, cst.Name) and n.value in roots for n in walk(side)):
+                    # ``exc.status in (403, 429) and b"capacity" in exc.response.content``: the
+                    # failure's text decides with the status, and we cannot read the text
+                    return None
+                found = budget if _budget_check(side) else typed or unknown
+            ranges.append(found)
+        (sure_l, may_l), (sure_r, may_r) = ranges
         if isinstance(test.operator, cst.And):
             return sure_l & sure_r, may_l & may_r
         return sure_l | sure_r, may_l | may_r
@@ -236,8 +237,6 @@ def status_constant(expr: cst.BaseExpression, ctx: ModuleContext) -> Optional[in
         if constant is not None and constant is not expr:
             return status_constant(constant, ctx)
     return None
-
-
 
 
 def _collection(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0) -> Optional[FrozenSet[int]]:

@@ -15,19 +15,19 @@ from typing import Optional
 import libcst as cst
 
 from ..program import DEFAULT
-from ..syntax import number
+from ..syntax import literal_truth
 from .context import ModuleContext
 
 
-def off_by_default(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[bool]:
+def truth_by_default(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[bool]:
     """Whether ``test`` is true with the defaults: False/True when it reads one switch whose
     default we know, None otherwise."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = off_by_default(test.expression, ctx)
+        inner = truth_by_default(test.expression, ctx)
         return None if inner is None else not inner
     if isinstance(test, cst.Attribute):
         found = ctx.outside_value(test)
-        return _truth(found) if found is not None else None
+        return literal_truth(found) if found is not None else None
     if isinstance(test, cst.Name):
         return _parameter_default(test, ctx)
     return None
@@ -40,7 +40,7 @@ def _parameter_default(name: cst.Name, ctx: ModuleContext) -> Optional[bool]:
     param = bindings[0].node
     if not isinstance(param, cst.Param) or param.default is None:
         return None
-    default = _truth(param.default)
+    default = literal_truth(param.default)
     if default is None:
         return None
     passed = ctx.parameter_values(param)
@@ -55,13 +55,6 @@ def _plain(value: object) -> Optional[bool]:
     return None
 
 
-def _truth(node: cst.BaseExpression) -> Optional[bool]:
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
-        return node.value == "True"
-    value = number(node)
-    return bool(value) if value is not None else None
-
-
 def taken_only_when(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext) -> bool:
     """``node`` (a call, a ``continue``) sits in the body of an ``if`` between it and ``stop``
     whose test is false with the defaults."""
@@ -69,7 +62,7 @@ def taken_only_when(node: cst.CSTNode, stop: cst.CSTNode, ctx: ModuleContext) ->
     for ancestor in ctx.ancestors(node):
         if ancestor is stop:
             return False
-        if isinstance(ancestor, cst.If) and _in_body(child, ancestor) and off_by_default(ancestor.test, ctx) is False:
+        if isinstance(ancestor, cst.If) and child is ancestor.body and truth_by_default(ancestor.test, ctx) is False:
             return True
         child = ancestor
     return False
@@ -86,9 +79,5 @@ def exits_first_by_default(body: cst.BaseSuite, ctx: ModuleContext) -> bool:
             return False
         raises = [s for line in statement.body.body if isinstance(line, cst.SimpleStatementLine)  # type: ignore[attr-defined]
                   for s in line.body if isinstance(s, (cst.Raise, cst.Return))]
-        return bool(raises) and off_by_default(statement.test, ctx) is True
+        return bool(raises) and truth_by_default(statement.test, ctx) is True
     return False
-
-
-def _in_body(child: cst.CSTNode, node: cst.If) -> bool:
-    return child is node.body

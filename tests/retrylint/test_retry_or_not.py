@@ -56,6 +56,20 @@ TUMBLR = """
 """
 
 
+READY_PROBE = """
+        {{def}} {name}(self):
+            while not self._ready_event.is_set():
+                try:
+                    res = {{aw}}self._client.post(self._url)
+                    if res.status_code == 200:
+                        self._ready_event.set()
+                        return
+                except Exception:
+                    pass
+                {{sleep}}(0.1)
+"""
+
+
 # (id, not a retry: no finding at all, the twin that is a retry, codes the twin must get)
 PAIRS = [
     (
@@ -874,30 +888,8 @@ PAIRS = [
     ),
     (
         "a-function-that-waits-for-its-server",  # inngest dev_server.py: _wait_for_server, at a fixed pace
-        """
-        {def} _wait_for_server(self):
-            while not self._ready_event.is_set():
-                try:
-                    res = {aw}self._client.post(self._url)
-                    if res.status_code == 200:
-                        self._ready_event.set()
-                        return
-                except Exception:
-                    pass
-                {sleep}(0.1)
-        """,
-        """
-        {def} _send_event(self):
-            while not self._ready_event.is_set():
-                try:
-                    res = {aw}self._client.post(self._url)
-                    if res.status_code == 200:
-                        self._ready_event.set()
-                        return
-                except Exception:
-                    pass
-                {sleep}(0.1)
-        """,
+        READY_PROBE.format(name="_wait_for_server"),
+        READY_PROBE.format(name="_send_event"),
         ["RTY101", "RTY301"],
     ),
     (

@@ -93,7 +93,7 @@ def _urllib3(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPo
             bound = Bound(attempts=UNKNOWN)  # each kind of failure has its own limit
     else:
         bound = Bound(attempts=float(total) + 1 if known(total) else UNKNOWN)  # type: ignore[arg-type]
-    if args.opaque and not args.given("total") and not limits_given(args) and _may_pass(call, "total", ctx):
+    if args.opaque and not args.given("total") and not _limits_given(args) and _may_pass(call, "total", ctx):
         bound = Bound(attempts=UNKNOWN)  # ``Retry(**config)``: the configuration sets the bound
     factor = value(args.get("backoff_factor"), ctx, DEFAULTS["Retry.backoff_factor"])
     if args.opaque and not args.given("backoff_factor") and _may_pass(call, "backoff_factor", ctx):
@@ -126,7 +126,7 @@ def _urllib3(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPo
     return build("urllib3", call, ctx, bound, delay, (), description="urllib3 `Retry(...)`", statuses=statuses)
 
 
-def limits_given(args: Args) -> bool:
+def _limits_given(args: Args) -> bool:
     return any(args.given(name) for name in _COUNTERS)
 
 
