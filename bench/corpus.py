@@ -21,6 +21,7 @@ Usage::
     python bench/corpus.py --list     # print the pins and exit
     python bench/corpus.py --only rq arq
     python bench/corpus.py --force    # re-extract even when present
+    python bench/corpus.py --pin cassandra_driver==3.29.2   # fetch before labeling
 """
 from __future__ import annotations
 
@@ -240,9 +241,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="only these distributions")
     ap.add_argument("--force", action="store_true", help="re-extract even if present")
     ap.add_argument("--list", action="store_true", help="print the pins and exit")
+    ap.add_argument("--pin", nargs="*", metavar="DIST==VERSION",
+                    help="fetch only these, pinned here (for a labels file not written yet)")
     args = ap.parse_args(argv)
 
     pins = all_pins()
+    if args.pin:
+        # A labeler fetches the packages before the labels file (and its [pins]) exists.
+        pins = [tuple(spec.split("==", 1)) for spec in args.pin if "==" in spec]
+        if len(pins) != len(args.pin):
+            print("--pin wants DIST==VERSION", file=sys.stderr)
+            return 2
     if args.only:
         wanted = {_norm(n) for n in args.only}
         pins = [p for p in pins if _norm(p[0]) in wanted]
