@@ -162,7 +162,34 @@ def classify(expr: Optional[cst.BaseExpression], env: DelayEnv) -> Delay:
     delay = to_delay(shape)
     # ``retry_after = 60`` is our own constant, whatever its name says.
     server = not (shape.kind == "const" and known(shape.value)) and _mentions_retry_after(expr, text, env)
+    if not server and delay.kind is not DelayKind.NONE and _told_by_failure(expr, env):
+        # ``except FloodWait as e: sleep(e.value)``: the failure says how long to wait (the
+        # server's flood wait, a rate limit's reset); no schedule of ours, fixed or not.
+        return Delay(DelayKind.UNKNOWN, text=text, honours_retry_after=True)
     return replace(delay, text=text, honours_retry_after=server)
+
+
+def _told_by_failure(expr: cst.BaseExpression, env: DelayEnv) -> bool:
+    """The delay reads the exception the enclosing handler caught (``e.value``,
+    ``int(exc.args[0])``), directly or through a name the loop sets from it."""
+    if env.sleep_node is None:
+        return False
+    caught = None
+    for ancestor in env.ctx.ancestors(env.sleep_node):
+        if isinstance(ancestor, cst.ExceptHandler):
+            if ancestor.name is not None and isinstance(ancestor.name.name, cst.Name):
+                caught = ancestor.name.name.value
+            break
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            break
+    if caught is None:
+        return False
+    names = set(_names_in(expr))
+    for name in list(names):
+        for binding in env.loop_writes.get(name, ()):
+            if binding.value is not None:
+                names.update(_names_in(binding.value))
+    return any(n == caught or n.startswith(caught + ".") for n in names)
 
 
 def _written_as(expr: cst.BaseExpression, env: DelayEnv) -> cst.BaseExpression:

@@ -75,7 +75,7 @@ from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import CLOCK_READS, LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
 from .same_operation import (
     AttemptReads, alternative_input, asks_for_a_repair, bookkeeping, changed_on_path, creates_missing, populates_missing,
-    hands_failure_to_input_source, records_each_failure, renews_credentials, told_by_failure,
+    hands_failure_to_input_source, positioned_by_item, records_each_failure, renews_credentials, told_by_failure,
 )
 from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
 
@@ -648,7 +648,7 @@ def _same_operation_again(
     reads = AttemptReads(operation, loop, ctx, writes, [r for regions in regions_of.values() for r in regions])
     if isinstance(loop, cst.For):
         items = [n for n in _names(loop.target) if n and not bookkeeping(n)]
-        if any(reads.reads(n) for n in items):
+        if any(reads.reads(n) for n in items) or positioned_by_item(loop, operation, ctx):
             return replace(analysis, retrying=[])  # each pass takes the next candidate
     if alternative_input(reads, operation, loop, ctx):
         return replace(analysis, retrying=[])  # each pass takes the next host, a new random id
@@ -1009,7 +1009,16 @@ def _status_path(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) 
 
 
 def _decider(status_ifs: List[cst.If], retried: Set[int], ctx: ModuleContext) -> Optional[cst.If]:
-    """The first status test whose branch for a retried status goes round with ``continue``."""
+    """The first status test whose branch for a retried status goes round with ``continue``:
+    preferably one that names the status (``elif status == 429: continue``), not the earlier
+    ``if status == 200: return`` whose ``else`` holds it."""
+    for node in status_ifs:
+        tested = status_range(node.test, ctx)
+        for code in sorted(retried):
+            if tested is not None and code in tested[0]:
+                branch = status_branch(node, code, ctx)
+                if branch is not None and CONTINUE in status_outcomes(branch, code, ctx):
+                    return node
     for node in status_ifs:
         for code in sorted(retried):
             branch = status_branch(node, code, ctx)
@@ -1112,7 +1121,10 @@ def _success_branches(node: cst.If, ctx: ModuleContext) -> List[cst.CSTNode]:
     out = []
     if any(200 <= s < 300 for s in sure):
         out.append(node.body)
-    elif node.orelse is not None and any(200 <= s < 300 for s in ALL_STATUSES - may):
+    elif isinstance(node.orelse, cst.Else) and any(200 <= s < 300 for s in ALL_STATUSES - may):
+        # An ``elif`` is a status test of its own (judged when the caller reaches it): taking
+        # the whole chain after ``elif 300 <= status < 400`` as the 2xx way would hide the
+        # ``elif status == 429: sleep(2)`` in it.
         out.append(node.orelse)
     return out
 

@@ -367,6 +367,38 @@ def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNod
     return False
 
 
+#: Calls that report or time a pass rather than prepare it (``log.info("try %d", i)``).
+_REPORTING = re.compile(
+    r"^_*(print|echo|debug|info|warn|warning|error|exception|critical|log\w*|trace|emit|record\w*|report\w*|"
+    r"notify\w*|sleep|wait\w*|set_attribute|add_event|inc\w*|observe|write|format|str|repr|len)$",
+    re.IGNORECASE,
+)
+
+
+def positioned_by_item(loop: cst.CSTNode, operation: cst.Call, ctx: ModuleContext) -> bool:
+    """A ``for`` pass hands its item to a call that prepares the attempt before it runs
+    (``self._f.seek(offset + size * index)`` then ``self._read(fmt)``: pip's ELF header walk):
+    each pass reads somewhere else, a walk and not a retry. Calls that only report the pass
+    (logging, printing, sleeping) prepare nothing."""
+    if not isinstance(loop, cst.For):
+        return False
+    items = {n for n in _names(loop.target) if n and not bookkeeping(n) and n != "_"}
+    if not items:
+        return False
+    line = ctx.location(operation).line
+    for node in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
+        if not isinstance(node, cst.Call) or node is operation or ctx.location(node).line >= line:
+            continue
+        if in_handler(node, loop, ctx) or _REPORTING.match(last_name(node.func) or ""):
+            continue
+        for arg in node.args:
+            if arg.keyword is not None and _TUNING_KEYWORDS.search(arg.keyword.value):
+                continue
+            if items & set(_names(arg.value)):
+                return True
+    return False
+
+
 def records_each_failure(variable: Optional[str], regions: Sequence[cst.CSTNode]) -> bool:
     """``if ie.name in missing_modules: raise`` then ``missing_modules += (ie.name,)`` (dlt's
     import discovery): the path remembers what each failure named and gives up on one it has

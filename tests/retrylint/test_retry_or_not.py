@@ -947,6 +947,32 @@ PAIRS = [
         ["RTY103", "RTY201"],
     ),
     (
+        "seek-to-each-header",  # pip _vendor/packaging/_elffile.py: each pass seeks to the next header
+        """
+        import struct
+        {def} interpreter(self):
+            for index in range(self._e_phnum):
+                self._f.seek(self._e_phoff + self._e_phentsize * index)
+                try:
+                    data = {aw}self._read(self._p_fmt)
+                except struct.error:
+                    continue
+                return data
+        """,
+        """
+        import struct
+        {def} interpreter(self):
+            for index in range(self._e_phnum):
+                self.log.debug("reading header, try %d", index)
+                try:
+                    data = {aw}self._read(self._p_fmt)
+                except struct.error:
+                    continue
+                return data
+        """,
+        ["RTY201"],
+    ),
+    (
         "switch-credentials-on-403",  # gallery_dl extractor/tumblr.py: retry once with the api key
         TUMBLR.replace("{{way_back}}", 'self.api_key = params["api_key"] = self.consumer_key'),
         TUMBLR.replace("{{way_back}}", 'self.log.debug("again")'),
@@ -1845,3 +1871,49 @@ def test_a_wait_until_the_servers_reset_time_is_no_fixed_delay():
     """
     assert "RTY202" not in _codes(source.replace("{args}", "until=until, seconds=seconds"), SYNC)
     assert "RTY202" in _codes(source.replace("{args}", "seconds=600"), SYNC)
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_redirect_branch_in_a_status_chain_hides_no_delay(flavour):
+    """``elif 300 <= status < 400: url = location; continue`` before ``elif status == 429:
+    sleep(2); continue``: the 429 way waits 2 s (RTY202, at the test that names 429), it is no
+    immediate retry because the redirect branch's ``else`` reaches a 2xx as well."""
+    source = """
+    import time
+    {def} call(session, url):
+        for attempt in range(5):
+            response = {aw}session.get(url, allow_redirects=False)
+            if response.status_code == 200:
+                return response.json()
+            elif 300 <= response.status_code < 400:
+                url = response.headers["Location"]
+                continue
+            elif response.status_code == 429:
+                {sleep}(2)
+                continue
+            else:
+                raise RuntimeError(response.status_code)
+    """
+    findings = _findings(source, flavour)
+    assert [code for code, _ in findings] == ["RTY202"], findings
+    assert "2 s" in findings[0][1]
+    text = "import asyncio, time\n" + textwrap.dedent(source).format(**flavour)
+    report = check_source(text, "case.py", settings_with(CODES), want_policies=True)
+    assert [p.statuses.text for p in report.policies if p.statuses] == ["response.status_code == 429"]
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("wait", ["e.value", "int(e.args[0])", "min(e.seconds, 300)"])
+def test_a_wait_the_failure_gives_is_no_fixed_delay(flavour, wait):
+    """``except FloodWait as e: sleep(e.value)``: the server says how long to wait; no RTY202.
+    The twin that waits its own constant is RTY202."""
+    source = """
+    {def} send(client, msg):
+        for attempt in range(5):
+            try:
+                return {aw}client.send(msg)
+            except FloodWait as e:
+                {sleep}(WAIT)
+    """
+    assert _codes(source.replace("WAIT", wait), flavour) == []
+    assert _codes(source.replace("WAIT", "5"), flavour) == ["RTY202"]
