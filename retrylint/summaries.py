@@ -33,6 +33,7 @@ class Summaries:
         self._limiters: Dict[str, bool] = {}
         self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
         self._status_checkers: Dict[str, bool] = {}
+        self._prompters: Dict[str, bool] = {}
 
     @property
     def raisers(self) -> FrozenSet[str]:
@@ -65,6 +66,11 @@ class Summaries:
         """The helper raises for a response that is not a success (``if response.status != 200:
         raise ...``, ``response.raise_for_status()``): a status test after it sees successes only."""
         return self._asked(key, self._status_checkers, _raises_on_bad_status)
+
+    def asks_a_person(self, key: Optional[str]) -> bool:
+        """The helper reads what a person types (``input()``, ``getpass``, a prompt call, or
+        ``input`` handed to a thread): a loop around it re-prompts, it retries nothing."""
+        return self._asked(key, self._prompters, _asks_a_person)
 
     def clears(self, key: Optional[str]) -> FrozenSet[str]:
         """The ``self`` attributes the helper may reset to ``None``/``False`` (``self.access_token
@@ -107,6 +113,23 @@ class Summaries:
 
 
 Summaries.EMPTY = Summaries()
+
+
+#: What reads a person's answer, called (``input(...)``) or handed to a thread (``to_thread(input, ...)``).
+_PERSON_READS = frozenset({"input", "raw_input", "getpass"})
+_PERSON_CALLS = _PERSON_READS | {"prompt", "confirm"}
+
+
+def _asks_a_person(func: ast.AST) -> bool:
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call):
+            called = node.func
+            name = called.id if isinstance(called, ast.Name) else called.attr if isinstance(called, ast.Attribute) else ""
+            if name in _PERSON_CALLS:
+                return True
+            if any(isinstance(arg, ast.Name) and arg.id in _PERSON_READS for arg in node.args):
+                return True
+    return False
 
 
 def self_attributes_cleared(func: ast.AST) -> Iterator[str]:

@@ -82,7 +82,7 @@ from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
 _PROMPTS = frozenset({"input", "raw_input", "getpass.getpass", "click.prompt", "click.confirm", "typer.prompt", "typer.confirm"})
 #: Calls named like asking a person: ``self._value_prompt()``, ``win.getkey()``, ``get_input()``.
 _PROMPT_NAME = re.compile(
-    r"^_*((\w+_)?prompt(_\w+)?|input|raw_input|(get|read|user)_?input|getkey|getch|getpass|ask_user)$", re.I
+    r"^_*((\w+_)?prompt(_\w+)?|a?input|raw_input|(get|read|user)_?input|getkey|getch|getpass|ask_user)$", re.I
 )
 #: Prompt libraries: every call into them asks a person.
 _PROMPT_MODULES = ("questionary.", "inquirer.", "InquirerPy.", "PyInquirer.", "prompt_toolkit.", "rich.prompt.", "pick.")
@@ -340,6 +340,11 @@ def _prompts(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
                 return True
             if _PROMPT_NAME.search(last_name(node.func) or ""):
                 return True
+            if any(isinstance(arg.value, cst.Name) and arg.value.value in ("input", "raw_input", "getpass")
+                   for arg in node.args):
+                return True  # ``await loop.run_in_executor(None, input, "Code: ")``
+            if ctx.summaries.asks_a_person(ctx.helper_key(node)):
+                return True  # ``self._ask_code()`` whose body calls ``input()``
     return False
 
 

@@ -973,6 +973,58 @@ PAIRS = [
         ["RTY201"],
     ),
     (
+        "re-prompt-through-own-helper",  # a client's sign-in asks for the code through its own helper
+        """
+        class Client:
+            def _ask_code(self):
+                return input("Enter code: ")
+
+            {def} sign_in(self):
+                while True:
+                    code = self._ask_code()
+                    try:
+                        return {aw}self.api.sign_in(code)
+                    except BadCode:
+                        print("wrong code")
+        """,
+        """
+        class Client:
+            def _ask_code(self):
+                return self.store.get("code")
+
+            {def} sign_in(self):
+                while True:
+                    code = self._ask_code()
+                    try:
+                        return {aw}self.api.sign_in(code)
+                    except BadCode:
+                        print("wrong code")
+        """,
+        ["RTY101", "RTY201"],
+    ),
+    (
+        "re-prompt-in-a-thread",  # input handed to an executor so the event loop keeps running
+        """
+        {def} check_password(self, loop):
+            while True:
+                try:
+                    password = {aw}loop.run_in_executor(None, input, "Password: ")
+                    return {aw}self.api.check_password(password)
+                except BadPassword:
+                    print("wrong password")
+        """,
+        """
+        {def} check_password(self, loop):
+            while True:
+                try:
+                    password = {aw}loop.run_in_executor(None, self.vault.read, "password")
+                    return {aw}self.api.check_password(password)
+                except BadPassword:
+                    print("wrong password")
+        """,
+        ["RTY101", "RTY201"],
+    ),
+    (
         "switch-credentials-on-403",  # gallery_dl extractor/tumblr.py: retry once with the api key
         TUMBLR.replace("{{way_back}}", 'self.api_key = params["api_key"] = self.consumer_key'),
         TUMBLR.replace("{{way_back}}", 'self.log.debug("again")'),
