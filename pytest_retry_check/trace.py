@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple, Type, Union
 
@@ -150,15 +151,47 @@ _SWALLOWED_KEPT = 20
 def _never_swallowed(exc: BaseException, catch: Any) -> bool:
     """Assertions (the test's own, or a retry check) and pytest outcomes (fail, skip, exit)
     always propagate, unless ``catch`` names an ``AssertionError`` type explicitly; so does the
-    retry guard."""
+    retry guard. Also when they come wrapped: inside an exception group (``asyncio.TaskGroup``),
+    as the cause or context of another exception (``raise ... from exc``), or as the last
+    attempt of a tenacity ``RetryError`` (a polling helper around an assertion)."""
+    named = catch if isinstance(catch, tuple) else (catch,)
+    assertions_caught = any(isinstance(t, type) and issubclass(t, AssertionError) for t in named)
+    return any(_propagates(e, assertions_caught) for e in _wrapped(exc))
+
+
+def _propagates(exc: BaseException, assertions_caught: bool) -> bool:
     from .timeline import RetryGuardTripped
 
     if isinstance(exc, RetryGuardTripped) or not isinstance(exc, Exception):
         return True  # pytest's outcomes are BaseExceptions, like KeyboardInterrupt
-    if isinstance(exc, AssertionError):
-        named = catch if isinstance(catch, tuple) else (catch,)
-        return not any(isinstance(t, type) and issubclass(t, AssertionError) for t in named)
-    return False
+    return isinstance(exc, AssertionError) and not assertions_caught
+
+
+_GROUPS = (BaseExceptionGroup,) if sys.version_info >= (3, 11) else ()  # noqa: F821
+
+
+def _wrapped(exc: BaseException, limit: int = 200) -> List[BaseException]:
+    """``exc`` and every exception it carries: group members, causes, contexts, a tenacity
+    ``RetryError``'s last attempt (cycles and very long chains are cut)."""
+    seen: List[BaseException] = []
+    todo = [exc]
+    while todo and len(seen) < limit:
+        current = todo.pop()
+        if not isinstance(current, BaseException) or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        if isinstance(current, _GROUPS):
+            todo.extend(current.exceptions)  # type: ignore[attr-defined]
+        todo.append(current.__cause__)  # type: ignore[arg-type]
+        todo.append(current.__context__)  # type: ignore[arg-type]
+        last = getattr(current, "last_attempt", None)
+        failed = getattr(last, "failed", False)
+        if failed is True:
+            try:
+                todo.append(last.exception())  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001  (not a future after all)
+                pass
+    return seen
 
 
 def describe_swallowed(exceptions: Sequence[BaseException]) -> str:
