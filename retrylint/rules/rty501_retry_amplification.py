@@ -85,7 +85,10 @@ class RetryAmplification(Rule):
 
     - a call on a `requests.Session` mounted with `HTTPAdapter(max_retries=Retry(...))`
       (or an integer), or on a `urllib3.PoolManager(retries=Retry(...))`;
-    - a call on a boto3/botocore client built with `config=Config(retries={...})`;
+    - a call on a boto3/botocore client built with `config=Config(retries={...})`
+      (botocore's `max_attempts` counts *retries* in every mode: `{"max_attempts": 5,
+      "mode": "standard"}` makes 6 attempts; `total_max_attempts` counts them all; with
+      neither, standard and adaptive make 3 and legacy 5);
     - a call on a redis client built with `retry=Retry(...)`, or a call given
       `retry=` a google-api-core `Retry(...)`;
     - a call to a function of the same module (or a method of the same class) that has
@@ -381,7 +384,7 @@ class RetryAmplification(Rule):
                 sqs.send_message(QueueUrl=url, MessageBody=body)
             """,
             line=9,
-            message="5 × 10 = 50 attempts per call; 2,000 failing messages make 100,000 calls",
+            message="5 × 11 = 55 attempts per call; 2,000 failing messages make 110,000 calls",
         ),
         Invalid(
             """

@@ -502,3 +502,65 @@ def test_a_retrying_call_handed_to_a_retry(name, failing_server):
     with pytest.raises(requests.RequestException):
         _run(source)["download"](url)
     assert len(handler.calls) == _product(findings[0].message) == 12
+
+
+BOTOCORE_RETRIES = textwrap.dedent(
+    """
+    import backoff
+    import botocore.session
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    CONFIG = Config(retries=RETRIES)
+
+
+    class Store:
+        def __init__(self, url):
+            self.s3 = botocore.session.get_session().create_client(
+                "s3", region_name="us-east-1", endpoint_url=url, config=CONFIG,
+                aws_access_key_id="x", aws_secret_access_key="y")
+
+        @backoff.on_exception(backoff.constant, ClientError, max_tries=2, interval=0, jitter=None)
+        def get(self, key):
+            return self.s3.get_object(Bucket="b", Key=key)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "retries, inner",
+    [
+        # botocore's client-config ``max_attempts`` counts retries in every mode (args.py:
+        # total_max_attempts = max_attempts + 1), not only in legacy mode.
+        ('{"max_attempts": 4, "mode": "standard"}', 5),
+        ('{"max_attempts": 4, "mode": "adaptive"}', 5),
+        ('{"max_attempts": 4, "mode": "legacy"}', 5),
+        ('{"max_attempts": 4}', 5),
+        ('{"total_max_attempts": 4, "mode": "standard"}', 4),
+        ('{"total_max_attempts": 4, "mode": "legacy"}', 4),
+        ('{"total_max_attempts": 4, "max_attempts": 9, "mode": "standard"}', 4),
+        ('{"mode": "standard"}', 3),
+        ('{"mode": "legacy"}', 5),
+        ('{}', 3),
+    ],
+)
+def test_botocore_attempts_in_each_mode_match_the_real_client(retries, inner, failing_server, monkeypatch):
+    url, handler = failing_server
+    handler.status = 500
+    for name in ("AWS_RETRY_MODE", "AWS_MAX_ATTEMPTS", "AWS_NEW_RETRIES_2026"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+    source = BOTOCORE_RETRIES.replace("RETRIES", retries)
+    findings, _ = _rty501(source)
+    assert len(findings) == 1, findings
+    message = findings[0].message
+    assert f"2 × {inner} = {2 * inner} attempts per call" in message
+    assert f"up to {inner} attempts" in message
+    import botocore.endpoint
+    from botocore.exceptions import ClientError
+
+    monkeypatch.setattr(botocore.endpoint.time, "sleep", lambda seconds: None)  # botocore's own backoff
+    store = _run(source)["Store"](url)
+    with pytest.raises(ClientError):
+        store.get("k")
+    assert len(handler.calls) == _product(message) == 2 * inner
