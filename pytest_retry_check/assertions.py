@@ -70,10 +70,34 @@ NEVER_CALLED = (
 
 
 def _require_calls(trace: Trace, check: str) -> None:
-    """Zero attempts makes every retry check vacuous: fail and say so rather than pass."""
+    """Zero attempts makes every retry check vacuous: fail and say so rather than pass. A run
+    that ended by crashing (a programming error) is not a retry policy at work either."""
     __tracebackhide__ = True
     if not trace.attempts:
         raise _fail(check, NEVER_CALLED, [trace])
+    _require_no_bug(trace, check)
+
+
+def _require_no_bug(trace: Trace, check: str) -> None:
+    """Fail when the run raised a programming error (TypeError, AttributeError, KeyError,
+    IndexError, ZeroDivisionError, ...): a crash in the give-up path is a bug, not giving up.
+    Not when the test named the type (``capture_trace(catch=...)``, ``raises=``)."""
+    __tracebackhide__ = True
+    from .client_errors import programming_error
+
+    bug = None if trace.error_expected else programming_error(trace.error)
+    if bug is None:
+        return
+    import traceback
+
+    where = "".join(traceback.format_exception(type(bug), bug, bug.__traceback__)).rstrip("\n").replace("\n", "\n  ")
+    raise _fail(
+        check,
+        f"the code under test raised {type(bug).__name__}: {bug} -- a bug, not giving up (no retry policy ends by "
+        f"raising that); fix the code, or name the type if it is intended (capture_trace(..., catch={type(bug).__name__}) "
+        f"or raises={type(bug).__name__}):\n  {where}",
+        [trace],
+    )
 
 
 def _limit(name: str, value: Any, *, whole: bool = False) -> None:
@@ -133,8 +157,11 @@ def _traces(runs: Sequence[Any], check: str) -> List[Trace]:
     if not runs:
         raise TypeError(f"{check}() needs at least one run")
     traces = [trace_of(r) for r in runs]
+    name = check.replace("assert_", "").replace("_", " ")
     if not any(t.attempts for t in traces):
-        raise _fail(check.replace("assert_", "").replace("_", " "), NEVER_CALLED, traces)
+        raise _fail(name, NEVER_CALLED, traces)
+    for trace in traces:
+        _require_no_bug(trace, name)
     return traces
 
 
@@ -243,6 +270,8 @@ def assert_gives_up(run: Any, *, raises: Any = None) -> None:
     trace = trace_of(run)
     if raises is not None and not (trace.error is not None and isinstance(trace.error, raises)):
         raise _fail("gives up", f"expected the run to raise {_names(raises)}, but it ended: {trace.describe_outcome()}", [trace])
+    if trace.attempts and raises is None:
+        _require_no_bug(trace, "gives up")
     recovered = [a for a in trace.attempts if a.ok]
     if recovered:
         raise _fail("gives up", f"the downstream answered successfully at attempt #{recovered[0].number}: script one that never recovers", [trace])

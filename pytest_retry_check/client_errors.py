@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
 import traceback
 from typing import List, Optional, Sequence, Tuple
 
@@ -24,6 +25,35 @@ PROGRAMMING_ERRORS = (
     RecursionError,
     SyntaxError,
 )
+
+#: What no retry policy raises on purpose when it gives up: a bug in the give-up path (an
+#: exception built with the wrong arguments, a delay table too short, a dead-letter write the
+#: queue object does not support), not giving up.
+BUG_ERRORS = PROGRAMMING_ERRORS + (LookupError, ArithmeticError)
+
+
+def programming_error(error: Optional[BaseException]) -> Optional[BaseException]:
+    """The exception that says the code is broken: ``error`` itself, or inside it (an exception
+    group's member, a tenacity ``RetryError``'s last attempt); None when it is not a bug."""
+    if error is None:
+        return None
+    if isinstance(error, BUG_ERRORS):
+        return error
+    if sys.version_info >= (3, 11) and isinstance(error, BaseExceptionGroup):  # noqa: F821
+        for member in error.exceptions:
+            found = programming_error(member)
+            if found is not None:
+                return found
+    last = getattr(error, "last_attempt", None)
+    if getattr(last, "failed", False) is True:
+        try:
+            inner = last.exception()  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001
+            return None
+        if isinstance(inner, BUG_ERRORS):
+            return inner
+    return None
+
 
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

@@ -55,6 +55,10 @@ class Trace:
     outcome: str = "unknown"
     error: Optional[BaseException] = None
     dead_letters: Tuple[Any, ...] = field(default=())
+    #: The test named the error's type (``capture_trace(catch=TypeError)``): not a surprise.
+    error_expected: bool = field(default=False, compare=False)
+    #: Virtual time (as attempts' ``at``) when the watched run ended; None when not watched.
+    ended_at: Optional[float] = field(default=None, compare=False)
 
     @classmethod
     def from_calls(
@@ -65,6 +69,8 @@ class Trace:
         outcome: Optional[str] = None,
         error: Optional[BaseException] = None,
         dead_letters: Sequence[Any] = (),
+        error_expected: bool = False,
+        ended_at: Optional[float] = None,
     ) -> "Trace":
         __tracebackhide__ = True
         attempts: List[Attempt] = []
@@ -81,7 +87,7 @@ class Trace:
             outcome = "succeeded" if attempts and attempts[-1].ok else "unknown"
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
-        return cls(tuple(attempts), tuple(sleeps), outcome, error, tuple(dead_letters))
+        return cls(tuple(attempts), tuple(sleeps), outcome, error, tuple(dead_letters), error_expected, ended_at)
 
     # -- numbers ----------------------------------------------------------------------------
     @property
@@ -194,6 +200,12 @@ def _wrapped(exc: BaseException, limit: int = 200) -> List[BaseException]:
     return seen
 
 
+def _names_type_of(catch: Any, exc: Any) -> bool:
+    """``catch`` names a type narrower than ``Exception`` that ``exc`` is an instance of."""
+    named = catch if isinstance(catch, tuple) else (catch,)
+    return any(isinstance(t, type) and t not in (Exception, BaseException) and isinstance(exc, t) for t in named)
+
+
 def describe_swallowed(exceptions: Sequence[BaseException]) -> str:
     """Each swallowed exception with its traceback, for a failure report."""
     import traceback
@@ -279,5 +291,8 @@ class capture_trace:
             outcome = "succeeded"
         else:
             outcome = "returned"
-        self.trace = Trace.from_calls(calls, sleeps=sleeps, outcome=outcome, error=exc, dead_letters=letters)
+        self.trace = Trace.from_calls(
+            calls, sleeps=sleeps, outcome=outcome, error=exc, dead_letters=letters,
+            error_expected=caught and _names_type_of(self.catch, exc), ended_at=clock.now() if clock is not None else None,
+        )
         return caught

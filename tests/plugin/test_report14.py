@@ -70,3 +70,74 @@ def test_a_give_up_raised_while_handling_an_error_is_still_recorded(fake_downstr
         except ConnectionError as exc:
             raise TimeoutError("gave up") from exc
     assert run.trace.outcome == "raised"
+
+
+# -- 2: a crash is not giving up ----------------------------------------------------------------
+class OrderUnavailable(Exception):
+    def __init__(self, order_id, attempts):
+        super().__init__(order_id, attempts)
+
+
+def _fetch_with_a_broken_give_up(ds):
+    for attempt in range(3):
+        try:
+            return ds("/orders/42")
+        except ConnectionError:
+            if attempt == 2:
+                raise OrderUnavailable(42)  # noqa: the bug: TypeError, 'attempts' is missing
+            time.sleep(2**attempt)
+
+
+def test_a_give_up_path_that_crashes_fails_gives_up_and_bounded(fake_downstream):
+    ds = fake_downstream(then=503)
+    with capture_trace(ds) as run:
+        _fetch_with_a_broken_give_up(ds)
+    with pytest.raises(RetryCheckFailed, match=r"raised TypeError.*a bug, not giving up"):
+        assert_gives_up(run)
+    with pytest.raises(RetryCheckFailed, match=r"raised TypeError.*a bug, not giving up"):
+        assert_bounded(run, max_attempts=3)
+
+
+def test_a_dead_letter_write_the_capture_cannot_take_fails_gives_up(fake_downstream, dead_letters):
+    def handle(api, dlq, msg):
+        for attempt in range(3):
+            try:
+                return api("/orders")
+            except ConnectionError:
+                time.sleep(2**attempt)
+        dlq.no_such_method(msg)  # an AttributeError on the capture
+
+    api = fake_downstream(then=503)
+    with capture_trace(api, dead_letters=dead_letters) as run:
+        handle(api, dead_letters, {"id": 7})
+    with pytest.raises(RetryCheckFailed, match="AttributeError"):
+        assert_gives_up(run)
+
+
+def test_a_bug_the_test_names_is_accepted(fake_downstream):
+    ds = fake_downstream(then=503)
+    with capture_trace(ds) as run:
+        _fetch_with_a_broken_give_up(ds)
+    assert_gives_up(run, raises=TypeError)  # the test says so: not a surprise
+    with capture_trace(ds, catch=TypeError) as run:
+        _fetch_with_a_broken_give_up(ds)
+    assert_bounded(run, max_attempts=3)
+
+
+def test_a_give_up_by_a_domain_error_still_passes(fake_downstream):
+    ds = fake_downstream(then=503)
+
+    def fetch():
+        for attempt in range(3):
+            try:
+                return ds("/orders/42")
+            except ConnectionError as exc:
+                if attempt == 2:
+                    raise OrderUnavailable(42, 3) from exc
+                time.sleep(2**attempt)
+
+    with capture_trace(ds) as run:
+        fetch()
+    assert_bounded(run, max_attempts=3)
+    assert_gives_up(run, raises=OrderUnavailable)
+    assert_gives_up(run)
