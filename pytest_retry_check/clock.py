@@ -273,6 +273,9 @@ class FakeClock(Timeline):
         #: clocks: thousands of clients under a profile hook would run several times slower).
         self.watch_on_scan = True
         self._watch_sticky = False  # armed by a scan: reset() keeps it
+        #: ``with FakeClock():`` / ``@FakeClock()`` fail when the block ends normally after the
+        #: code under test swallowed a guard trip (the herd check's clocks judge that per client).
+        self.check_swallowed = True
 
     # -- activation -------------------------------------------------------------------------
     @property
@@ -402,7 +405,11 @@ class FakeClock(Timeline):
         return self.start()
 
     def __exit__(self, *exc_info: Any) -> None:
+        __tracebackhide__ = True
         self.stop()
+        tripped = self.tripped
+        if exc_info[0] is None and self.check_swallowed and tripped is not None and not tripped.expected_by_test:
+            raise AssertionError(f"the retry guard tripped but the code under test swallowed it:\n{tripped}")
 
     def clone(self) -> "FakeClock":
         """A new, inactive clock with this one's settings."""
@@ -479,6 +486,10 @@ class FakeClock(Timeline):
             box.value, box.sleeps = exc, list(self.sleeps)
             self.reset()  # a fresh guard, so the test can go on
             return
+        except Exception as exc:
+            raise AssertionError(
+                f"expected the retry guard to trip, but the code under test stopped on its own: it raised {type(exc).__name__}: {exc}"
+            ) from exc
         if self.tripped is not None and self.tripped is not before:
             swallowed, self.tripped = self.tripped, None
             raise AssertionError(f"the retry guard tripped as expected, but the code under test swallowed it:\n{swallowed}")

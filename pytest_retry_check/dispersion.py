@@ -617,7 +617,7 @@ def _measure_sync(client: Callable[[Any], Any], clients: int, scenario: Scenario
     # One clock for all clients, reset before each: every client starts at virtual 0 with no
     # sleeps and a fresh guard. max_sleeps is per client for the same reason.
     clock = FakeClock(max_sleeps=max_attempts, max_virtual_time=horizon)
-    clock.watch_on_scan = False
+    clock.watch_on_scan = clock.check_swallowed = False
     downstream = _ClientDownstream(scenario, clock=clock, max_calls=max_attempts)
     schedules: List[Tuple[float, ...]] = []
     outcomes: List[str] = []
@@ -657,7 +657,7 @@ def _measure_async(client: Callable[[Any], Any], clients: int, scenario: Scenari
     # Concurrent tasks share the clock; each has its own downstream (its own call numbers).
     # The per-client guard is the downstream's max_calls; the clock's is a backstop.
     clock = FakeClock(ASYNC_START, max_sleeps=clients * max_attempts, max_virtual_time=horizon * 2)
-    clock.watch_on_scan = False
+    clock.watch_on_scan = clock.check_swallowed = False
     downstreams = [FakeDownstream(scenario, clock=clock, max_calls=max_attempts, name=f"downstream-{i}") for i in range(clients)]
     try:
         results = run_async(client, clients, downstreams.__getitem__, clock=clock, horizon=horizon)

@@ -358,6 +358,16 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
         tripped[0] = True
         raise RetryGuardExample(str(exc)) from None
 
+    def not_swallowed() -> None:
+        # The next example's reset() forgets the guard: a trip this example swallowed
+        # (``except BaseException``) fails it now, so hypothesis shrinks to it.
+        __tracebackhide__ = True
+        clock = values.get("fake_clock")
+        trip = getattr(clock, "tripped", None)
+        if trip is not None and not trip.expected_by_test:
+            tripped[0] = True
+            raise RetryGuardExample(f"the retry guard tripped but the code under test swallowed it:\n{trip}")
+
     inner = test.hypothesis.inner_test
     if inspect.iscoroutinefunction(inner):
 
@@ -366,9 +376,11 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
             __tracebackhide__ = True
             reset()
             try:
-                return await inner(*args, **kwargs)
+                value = await inner(*args, **kwargs)
             except RetryGuardTripped as exc:
                 fail_instead(exc)
+            not_swallowed()
+            return value
 
     else:
 
@@ -377,9 +389,11 @@ def _reset_per_example(item: pytest.Item, test: Any, values: Dict[str, Any]) -> 
             __tracebackhide__ = True
             reset()
             try:
-                return inner(*args, **kwargs)
+                value = inner(*args, **kwargs)
             except RetryGuardTripped as exc:
                 fail_instead(exc)
+            not_swallowed()
+            return value
 
     test.hypothesis.inner_test = per_example
     undo_settings = _allow_our_function_scoped_fixtures(item, test)

@@ -483,6 +483,7 @@ def _run_code(client: Callable[..., Any], model: Model, clients: int, rng: rando
         budget.reset()  # the bucket the code uses starts full in every run
     asynchronous = is_async_client(client)
     clock = SchedulerClock(ASYNC_START, max_sleeps=max(1, clients * max_sleeps), max_virtual_time=horizon * 2 + 1)
+    clock.check_swallowed = False  # clients are judged one by one
     downstream = SimulatedDownstream(model, rng, clock)
     results: List[ClientResult]
     if asynchronous:

@@ -60,7 +60,18 @@ class _SeesPytestRaises(type):
                 instance.expected_by_test = True  # type: ignore[attr-defined]
             except AttributeError:
                 pass
+            _rearm_clock_of(instance)
         return matched
+
+
+def _rearm_clock_of(trip: object) -> None:
+    """An expected trip (caught by ``pytest.raises``) is over: the clock that tripped gets a
+    fresh guard, so the rest of the test is judged afresh (a later trip, swallowed or expected,
+    and a bounded client are each seen for what they are). Its records stay."""
+    clock_module = sys.modules.get("pytest_retry_check.clock")
+    for clock in list(getattr(clock_module, "_active", ())):
+        if clock.tripped is trip:
+            clock.rearm()
 
 
 def _called_from_pytest() -> bool:
@@ -277,6 +288,9 @@ class Timeline:
         self._origin_us = 0  # what now() counts from; moved forward by reset()
         self.sleeps: List[SleepRecord] = []
         self.tripped: Optional[RetryGuardTripped] = None
+        # The guard counts sleeps and virtual time from here (moved by rearm() and reset()).
+        self._guard_sleeps = 0
+        self._guard_us = 0
         #: How to raise the sleep and virtual-time limits, in the guard's message.
         self.hint = SLEEP_GUARD_HINT
 
@@ -319,18 +333,20 @@ class Timeline:
             if self.tripped is not None:
                 raise self._retrip()
             record = SleepRecord(len(self.sleeps) + 1, seconds, self.now(), kind, where, caller)
-            if record.number > self.max_sleeps:
-                raise self.trip(f"{record.number} sleeps exceed max_sleeps={self.max_sleeps}", pending=record)
-            if record.at + seconds > self.max_virtual_time:
+            count = record.number - self._guard_sleeps
+            since = (self._now_us - max(self._origin_us, self._guard_us)) / 1e6
+            if count > self.max_sleeps:
+                raise self.trip(f"{count} sleeps exceed max_sleeps={self.max_sleeps}", pending=record)
+            if since + seconds > self.max_virtual_time:
                 raise self.trip(
-                    f"sleeping {format_seconds(seconds)} at +{format_seconds(record.at)} would pass "
+                    f"sleeping {format_seconds(seconds)} at +{format_seconds(since)} would pass "
                     f"max_virtual_time={format_seconds(self.max_virtual_time)}",
                     pending=record,
                 )
             self.sleeps.append(record)
             if advance:
                 self._advance_us(_to_us(seconds))
-            if record.number * 2 >= self.max_sleeps or (record.at + seconds) * 2 >= self.max_virtual_time:
+            if count * 2 >= self.max_sleeps or (since + seconds) * 2 >= self.max_virtual_time:
                 self.nearing_guard()
             return record
 
@@ -368,6 +384,14 @@ class Timeline:
             self._origin_us = self._now_us
             self.sleeps = []
             self.tripped = None
+            self._guard_sleeps, self._guard_us = 0, self._now_us
+
+    def rearm(self) -> None:
+        """A fresh guard after an expected trip: sleeps and virtual time count from now, and
+        nothing is tripped. Unlike ``reset()``, ``now()`` and the records stay."""
+        with self._lock:
+            self.tripped = None
+            self._guard_sleeps, self._guard_us = len(self.sleeps), self._now_us
 
     # -- the guard --------------------------------------------------------------------------
     def nearing_guard(self) -> None:
@@ -382,7 +406,7 @@ class Timeline:
     def trip(self, reason: str, *, pending: Optional[SleepRecord] = None, extra: str = "", hint: Optional[str] = None) -> RetryGuardTripped:
         """Build (and remember) the guard's exception; the caller raises it. ``hint`` (default
         ``self.hint``) says which knob raises the limit that tripped."""
-        records = list(self.sleeps) + ([pending] if pending is not None else [])
+        records = list(self.sleeps[self._guard_sleeps :]) + ([pending] if pending is not None else [])
         cause = self.real_clock_note()
         if cause is not None:  # raising the limit would not help: say what would
             message = f"retry guard: {reason}, but not for want of a bound: {cause}\n{extra}{format_schedule(records)}"

@@ -119,7 +119,7 @@ def test_guard_fails_a_forever_retry_fast_and_shows_the_schedule():
     message = str(info.value)
     assert "51 sleeps exceed max_sleeps=50" in message
     assert "schedule (51 sleeps" in message and "(36 more)" in message
-    assert clock.tripped is not None
+    assert clock.tripped is None  # expected by pytest.raises: the guard is fresh for the rest of the test
 
 
 def test_guard_on_virtual_time():
@@ -127,9 +127,17 @@ def test_guard_on_virtual_time():
         time.sleep(50)
         with pytest.raises(RetryGuardTripped, match=r"would pass max_virtual_time=60.000 s"):
             time.sleep(20)
-        # once tripped, a loop that caught it (except BaseException) is stopped again
-        with pytest.raises(RetryGuardTripped, match="already tripped"):
-            time.sleep(1)
+        time.sleep(59)  # the trip was expected: virtual time counts afresh from here
+        assert clock.now() == 109
+    with pytest.raises(AssertionError, match="swallowed it"):
+        with FakeClock(max_virtual_time=60):
+            try:
+                time.sleep(70)
+            except BaseException:  # noqa: B036  a loop that swallows the guard
+                pass
+            # once tripped, a loop that caught it (except BaseException) is stopped again
+            with pytest.raises(RetryGuardTripped, match="already tripped"):
+                time.sleep(1)
 
 
 def test_guard_is_not_swallowed_by_except_exception():

@@ -141,3 +141,114 @@ def test_a_give_up_by_a_domain_error_still_passes(fake_downstream):
     assert_bounded(run, max_attempts=3)
     assert_gives_up(run, raises=OrderUnavailable)
     assert_gives_up(run)
+
+
+# -- 3 and 4: an expected trip resets the guard; a swallowed trip never passes -----------------
+GUARD_CLIENTS = """
+import time
+import pytest
+from pytest_retry_check import FakeClock, FakeDownstream, RetryGuardTripped
+
+
+def old_client(ds):
+    while True:
+        try:
+            return ds("/orders/42")
+        except ConnectionError:
+            time.sleep(1)
+
+
+def fixed_client(ds):
+    for attempt in range(5):
+        try:
+            return ds("/orders/42")
+        except ConnectionError:
+            if attempt == 4:
+                raise
+            time.sleep(2 ** attempt)
+
+
+def swallowing_client(ds):
+    try:
+        return old_client(ds)
+    except BaseException:  # legacy code's bare except
+        return "cached"
+"""
+
+
+def test_after_an_expected_trip_the_guard_is_fresh(pytester):
+    pytester.makepyfile(
+        GUARD_CLIENTS
+        + """
+def test_expect_trip_of_a_bounded_client_fails(fake_clock, fake_downstream):
+    with pytest.raises(RetryGuardTripped):
+        old_client(fake_downstream(then=503))
+    with fake_clock.expect_trip():
+        fixed_client(fake_downstream(then=503, name="fixed"))
+
+
+def test_a_later_swallowed_trip_fails(fake_downstream):
+    with pytest.raises(RetryGuardTripped):
+        old_client(fake_downstream(then=503))
+    assert swallowing_client(fake_downstream(then=503, name="legacy")) == "cached"
+
+
+def test_a_good_client_after_an_expected_trip_passes(fake_clock, fake_downstream):
+    with pytest.raises(RetryGuardTripped):
+        old_client(fake_downstream(then=503))
+    assert fixed_client(fake_downstream(fail_first=1, name="good")) == "ok"
+    assert fake_clock.tripped is None
+
+
+def test_the_documented_pattern_exercises_both_blocks(fake_clock, fake_downstream):
+    with pytest.raises(RetryGuardTripped):
+        old_client(fake_downstream(then=503))
+    second = fake_downstream(then=503, name="second")
+    with fake_clock.expect_trip() as trip:
+        old_client(second)
+    assert "max_sleeps=1000" in str(trip.value)
+    assert second.call_count == 1001
+"""
+    )
+    result = pytester.runpytest_inprocess(*FAST, "-rA")
+    result.assert_outcomes(passed=3, failed=1, errors=1)
+    result.stdout.fnmatch_lines(["*expected the retry guard to trip, but the code under test stopped on its own*"])
+    result.stdout.fnmatch_lines(["ERROR*test_a_later_swallowed_trip_fails*"])
+    result.stdout.fnmatch_lines(["FAILED*test_expect_trip_of_a_bounded_client_fails*"])
+
+
+def test_a_swallowed_trip_under_given_fails_even_when_a_later_example_does_not_trip(pytester):
+    pytester.makepyfile(
+        GUARD_CLIENTS
+        + """
+from hypothesis import given, settings, strategies as st, Phase
+
+
+@settings(max_examples=5, deadline=None, phases=[Phase.explicit, Phase.generate], database=None)
+@given(n=st.sampled_from([150, 0, 0, 0, 0]))
+def test_under_given(n, fake_downstream):
+    assert swallowing_client(fake_downstream(fail_first=n)) in ("ok", "cached")
+"""
+    )
+    result = pytester.runpytest_inprocess("-p", "no:xdist", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the retry guard tripped but the code under test swallowed it*"])
+
+
+def test_a_swallowed_trip_under_a_plain_fake_clock_fails():
+    exec_globals = {}
+    exec(compile(GUARD_CLIENTS, "clients", "exec"), exec_globals)
+    FakeClock, FakeDownstream = exec_globals["FakeClock"], exec_globals["FakeDownstream"]
+    with pytest.raises(AssertionError, match="swallowed it"):
+        with FakeClock(max_sleeps=20):
+            assert exec_globals["swallowing_client"](FakeDownstream(then=503)) == "cached"
+
+    @FakeClock(max_sleeps=20)
+    def decorated():
+        return exec_globals["swallowing_client"](FakeDownstream(then=503))
+
+    with pytest.raises(AssertionError, match="swallowed it"):
+        decorated()
+    with FakeClock(max_sleeps=20):  # expected: no complaint
+        with pytest.raises(exec_globals["RetryGuardTripped"]):
+            exec_globals["old_client"](FakeDownstream(then=503))
