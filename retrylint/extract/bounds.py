@@ -76,6 +76,8 @@ class GuardEnv:
     attempt_line: int = 0
     #: Collections the loop appends to (``errors.append(e)``): their length counts attempts.
     appended: FrozenSet[str] = frozenset()
+    #: Read limits as their parameters' defaults (see ``DelayEnv.defaults``).
+    defaults: bool = False
 
 
 def find_counters(writes: Dict[str, List[Binding]], ctx: ModuleContext, loop: cst.CSTNode) -> Dict[str, CounterInfo]:
@@ -359,7 +361,7 @@ def _is_flag(test: cst.BaseExpression) -> bool:
 
 
 def _const(expr: cst.BaseExpression, env: GuardEnv) -> Num:
-    shape = shape_of(expr, DelayEnv(env.ctx, callers=False))
+    shape = shape_of(expr, DelayEnv(env.ctx, callers=False, defaults=env.defaults))
     return shape.value if shape.kind == "const" else UNKNOWN
 
 

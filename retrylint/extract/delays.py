@@ -151,6 +151,9 @@ class DelayEnv:
     #: that way: callers elsewhere may pass another limit, and a small one known here would
     #: hide the retry from rules that spare two attempts (only a None limit is judged).
     callers: bool = True
+    #: Read a parameter that no caller in this module passes as its default: only to ask
+    #: whether a retry is off by default (``def fetch(url, retries=0)``), never for a verdict.
+    defaults: bool = False
 
 
 def classify(expr: Optional[cst.BaseExpression], env: DelayEnv) -> Delay:
@@ -334,6 +337,10 @@ def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
             if constant is not None:
                 inner = _sub(constant, env)
                 return inner if inner.kind == "const" else CONST_UNKNOWN
+        if env.defaults and len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].value is not None \
+                and env.ctx.parameter_values(bindings[0].node) is None:  # type: ignore[arg-type]
+            inner = _sub(bindings[0].value, env)
+            return inner if inner.kind == "const" else CONST_UNKNOWN
         if env.callers and len(bindings) == 1 and bindings[0].kind == "param":
             used = parameter_value(expr, bindings[0], env.ctx)
             if used is not None:

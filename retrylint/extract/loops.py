@@ -214,6 +214,8 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     counters = dict(iteration.counters)
     counters.update(counted)
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
+    if _off_by_default(loop, ctx, bound, iteration, counters, writes, retry_trys):
+        return None  # ``def fetch(url, retries=0)``: with the defaults the loop runs once
     delay, delay_location, immediate, delay_anchor = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
     readiness = _asks_for_readiness(loop, retry_trys, status, ctx)
     if _polls(loop, retry_trys, status, delay, immediate, ctx, result_names, readiness):
@@ -451,6 +453,27 @@ def _for_iteration(
     if target_name and any(s.delay is not None and target_name in _names(s.delay) for s in sleeps):
         return Iteration(attempts=UNKNOWN, opaque_targets=(target_name,))
     return None
+
+
+def _off_by_default(
+    loop: cst.CSTNode, ctx: ModuleContext, bound: Bound, iteration: Iteration, counters: Dict[str, CounterInfo],
+    writes: Dict[str, List[Binding]], retry_trys: List[TryAnalysis],
+) -> bool:
+    """A limit we could not read is a parameter that no caller in this module passes, and its
+    default allows one attempt (``retries=0``, ``max_attempts=1``): anyone calling the code as
+    shipped gets no retry, so nothing is judged (as a retry behind a switch that is off by
+    default). A caller here that passes a value decides instead."""
+    if bound.attempts is not UNKNOWN or bound.deadline is not None:
+        return False
+    if isinstance(loop, cst.For):
+        iterable = unwrap_await(loop.iter)
+        if isinstance(iterable, cst.Call) and "range" in ctx.call_name(iterable):
+            positional, _ = call_args(iterable)
+            attempts = _range_iteration(None, positional, DelayEnv(ctx, callers=False, defaults=True)).attempts
+            if known(attempts) and float(attempts) <= 1:  # type: ignore[arg-type]
+                return True
+    by_default, _ = _bound(loop, ctx, iteration, counters, writes, retry_trys, defaults=True)
+    return known(by_default.attempts) and float(by_default.attempts) <= 1  # type: ignore[arg-type]
 
 
 def _range_iteration(target_name: Optional[str], args: Sequence[cst.BaseExpression], env: DelayEnv) -> Iteration:
@@ -1170,8 +1193,10 @@ def _bound(
     counters: Dict[str, CounterInfo],
     writes: Dict[str, List[Binding]],
     retry_trys: List[TryAnalysis],
+    defaults: bool = False,
 ) -> Tuple[Bound, Optional[cst.CSTNode]]:
-    """The site's bound: the loosest over its retry paths.
+    """The site's bound: the loosest over its retry paths (``defaults``: limits read as their
+    parameters' defaults, see :func:`_off_by_default`).
 
     A guard inside one ``except`` handler bounds only that handler's path: a limit on
     timeouts does not stop the retries of connection errors.
@@ -1181,7 +1206,7 @@ def _bound(
     )
     attempt_line = min((ctx.location(t.node).line for t in retry_trys), default=0)
     env = GuardEnv(ctx, counters=counters, loop_writes=writes, failure_names=failing,
-                   attempt_line=attempt_line, appended=_appended(loop))
+                   attempt_line=attempt_line, appended=_appended(loop), defaults=defaults)
     handlers = [h for t in retry_trys for h in t.retrying]
     shared = _PathBound(attempts=iteration.attempts, deadline=_enclosing_timeout(loop, ctx))
     per_handler = {id(h.node): _PathBound() for h in handlers}

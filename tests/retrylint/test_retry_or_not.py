@@ -1969,3 +1969,35 @@ def test_a_wait_the_failure_gives_is_no_fixed_delay(flavour, wait):
     """
     assert _codes(source.replace("WAIT", wait), flavour) == []
     assert _codes(source.replace("WAIT", "5"), flavour) == ["RTY202"]
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("loop", [
+    """
+        attempt = 0
+        while True:
+            try:
+                return {aw}session.get(url)
+            except ConnectionError:
+                if attempt >= retries:
+                    raise
+                attempt += 1
+    """,
+    """
+        for attempt in range(retries + 1):
+            try:
+                return {aw}session.get(url)
+            except ConnectionError:
+                if attempt == retries:
+                    raise
+    """,
+], ids=["counter", "range"])
+def test_retries_off_by_default_fire_nothing(flavour, loop):
+    """``def fetch(session, url, retries=0)`` and no caller here passes a value: as shipped the
+    loop runs once (label convention: a retry impossible with the defaults fires nothing). A
+    default of 3, or a caller here passing 4, is an immediate retry (RTY201)."""
+    head = "{def} fetch(session, url, retries=DEFAULT):" + textwrap.dedent(loop).replace("\n", "\n    ")
+    assert _codes(head.replace("DEFAULT", "0"), flavour) == []
+    assert _codes(head.replace("DEFAULT", "3"), flavour) == ["RTY201"]
+    caller = "\n{def} use():\n    return {aw}fetch(None, 'u', retries=4)\n"
+    assert _codes(head.replace("DEFAULT", "0") + caller, flavour) == ["RTY201"]
