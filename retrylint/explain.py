@@ -163,10 +163,19 @@ def around_lines(policy: RetryPolicy) -> List[str]:
     if amplified:
         lines.append(f"  amplified:   {amplified}")
     collapsed = collapse(policy)
-    if collapsed is not None:
+    if collapsed is not None and collapsed.partial:
+        # min(cap, random() * d): drawn before the clamp, a growing share of the waits is the cap.
+        later = f", {_share(collapsed.last_share)} by retry {collapsed.last}" if collapsed.last and collapsed.last > collapsed.retry else ""
+        lines.append(f"  jitter:      drawn before the {format_seconds(collapsed.cap)} cap: from retry {collapsed.retry} on most "
+                     f"waits are exactly {format_seconds(collapsed.cap)} ({_share(collapsed.share)} at retry {collapsed.retry}{later})")
+    elif collapsed is not None:
         lines.append(f"  jitter:      clamped away at the {format_seconds(collapsed.cap)} cap: from retry {collapsed.retry} on "
                      f"every wait is exactly {format_seconds(collapsed.cap)}")
     return lines
+
+
+def _share(share: float) -> str:
+    return f"{min(round(share * 100), 99)} %"
 
 
 def to_text(policy: RetryPolicy, path: str) -> str:

@@ -83,8 +83,9 @@ def delay_range(delay: Delay, k: int, previous: Optional[DelayRange] = None) -> 
     if delay.first_immediate and k == 1:
         return DelayRange(0.0, 0.0, 0.0)
     kind = jitter.kind
-    if delay.jitter_then_cap and known(delay.cap) and kind in (JitterKind.ADDITIVE, JitterKind.EQUAL, JitterKind.PROPORTIONAL):
-        # min(cap, d + jitter): the range of the uncapped jittered delay, clamped.
+    if delay.jitter_then_cap and known(delay.cap) and kind in (JitterKind.ADDITIVE, JitterKind.EQUAL, JitterKind.PROPORTIONAL,
+                                                               JitterKind.FULL):
+        # min(cap, d + jitter), min(cap, uniform(0, d)): the range of the uncapped jittered delay, clamped.
         free = delay_range(replace(delay, cap=None, jitter_then_cap=False), k, previous)
         return clamped(free, float(delay.cap))  # type: ignore[arg-type]
     if kind is JitterKind.NONE:

@@ -11,8 +11,13 @@ from ..settings import Settings
 from .base import Diagnostic, Invalid, Rule, Valid
 
 #: Jitter of a bounded width: once the low end of the jittered delay passes the cap, the
-#: clamp leaves one value. (Full and decorrelated jitter always keep draws below the cap.)
+#: clamp leaves one value. (Full and decorrelated jitter drawn under the cap keep their spread.)
 _BOUNDED = (JitterKind.ADDITIVE, JitterKind.EQUAL, JitterKind.PROPORTIONAL)
+#: Full jitter drawn over the uncapped delay and clamped afterwards, ``min(cap, random() * d)``
+#: (redis-py ``ExponentialWithJitterBackoff``): the share of clients at exactly the cap grows as
+#: ``1 - cap / d`` but never reaches all of them; reported from the retry where most clients
+#: (at least this share) wait exactly the cap.
+_MOST = 0.5
 #: How far to look for the collapse.
 _HORIZON = 200
 
@@ -21,6 +26,11 @@ _ADVICE = {
                "reached, or use a policy that jitters under the cap (tenacity `wait_random_exponential(max=...)`)",
     "tenacity": "use `wait_random_exponential(multiplier=..., max=...)` (full jitter under the cap) or "
                 "`wait_exponential(max=...) + wait_random(0, ...)` (jitter added after the cap)",
+    "urllib3": "urllib3's `Retry.get_backoff_time` adds `backoff_jitter` before clamping to `backoff_max`: "
+               "lower `total` to {keep} so that the cap is never reached, raise `backoff_max`, or override "
+               "`get_backoff_time` to draw under the cap (`random.uniform(0, min(backoff_max, ...))`)",
+    "redis": "`ExponentialWithJitterBackoff` draws over `base * 2 ** n` and clamps afterwards: use "
+             "`FullJitterBackoff(cap=..., base=...)` or `EqualJitterBackoff(...)`, which draw under the cap",
     "": "draw the jitter under the cap, `random.uniform(0, min(cap, base * 2 ** attempt))`, or add it after the cap, "
         "`min(cap, base * 2 ** attempt) + random.uniform(0, 1)`",
 }
@@ -28,26 +38,43 @@ _ADVICE = {
 
 @dataclass(frozen=True)
 class Collapse:
-    """From retry ``retry`` on (the wait after attempt ``retry``), every delay is exactly ``cap``."""
+    """From retry ``retry`` on (the wait after attempt ``retry``), every delay is exactly ``cap``
+    (``share`` 1.0), or, for full jitter clamped after the draw, ``share`` of the delays are."""
 
     retry: int
     cap: float
     #: How many retries the policy makes (None: it never stops, or it stops on a deadline).
     retries: Optional[int]
+    #: The share of clients whose wait after attempt ``retry`` is exactly the cap (1.0: all).
+    share: float = 1.0
+    #: The retry reached last (the policy's last, or the last before its deadline; None: it
+    #: never stops) and the share of clients at exactly the cap there.
+    last: Optional[int] = None
+    last_share: float = 1.0
+
+    @property
+    def partial(self) -> bool:
+        """Some clients keep a spread at every retry (full jitter drawn before the clamp)."""
+        return self.share < 1.0
 
 
 def collapse(policy: RetryPolicy) -> Optional[Collapse]:
     """Where a jitter-then-cap policy stops dispersing clients, if its bound lets it get there."""
     delay = policy.delay
-    if not delay.jitter_then_cap or delay.kind is not DelayKind.EXPONENTIAL or delay.jitter.kind not in _BOUNDED:
+    if not delay.jitter_then_cap or delay.kind is not DelayKind.EXPONENTIAL:
+        return None
+    full = delay.jitter.kind is JitterKind.FULL
+    if not full and delay.jitter.kind not in _BOUNDED:
         return None
     if not (known(delay.cap) and known(delay.base) and known(delay.factor)) or float(delay.factor) <= 1:  # type: ignore[arg-type]
         return None
-    if delay.jitter.kind is not JitterKind.EQUAL and not known(delay.jitter.amount):
+    if delay.jitter.kind in (JitterKind.ADDITIVE, JitterKind.PROPORTIONAL) and not known(delay.jitter.amount):
         return None
     if known(delay.jitter.amount) and float(delay.jitter.amount) <= 0:  # type: ignore[arg-type]
         return None
     cap = float(delay.cap)  # type: ignore[arg-type]
+    if cap <= 0:
+        return None
     free = replace(delay, cap=None, jitter_then_cap=False)
     bound = policy.bound
     if bound.attempts is not None and not known(bound.attempts):
@@ -55,22 +82,50 @@ def collapse(policy: RetryPolicy) -> Optional[Collapse]:
     if bound.deadline is not None and not known(bound.deadline):
         return None
     retries = int(bound.retries) if known(bound.retries) else None  # type: ignore[arg-type]
+    # The first retry that waits at all (urllib3 retries once at once, then backs off).
+    first = 2 if delay.first_immediate else 1
+    found: Optional[Collapse] = None
     waited = 0.0
     for k in range(1, _HORIZON + 1):
         if retries is not None and k > retries:
-            return None  # the policy stops before its delay reaches the cap
+            break  # the policy stops here
         if known(bound.deadline) and waited >= float(bound.deadline):  # type: ignore[arg-type]
-            return None  # the deadline passes first (counted with the expected waits)
+            break  # the deadline passes first (counted with the expected waits)
         r = delay_range(free, k)
-        if not known(r.low):
+        if not (known(r.low) and known(r.high)):
             return None
-        if float(r.low) >= cap:  # type: ignore[arg-type]
-            if k == 1:
-                return None  # capped from the first retry: a fixed delay (RTY202), not a collapse
-            return Collapse(k, cap, retries)
+        low, high = float(r.low), float(r.high)  # type: ignore[arg-type]
+        share = _share_at_cap(low, high, cap, full)
+        if k == first and share > 0:
+            return None  # at the cap from the first wait on: a fixed delay (RTY202), not a collapse
+        if found is None and share >= (_MOST if full else 1.0):
+            found = Collapse(k, cap, retries, share)
+        if found is not None:
+            found = replace(found, last=k, last_share=share)
+            if not full:
+                break  # every later wait is the cap as well
         expected = delay_range(delay, k).expected
         waited += float(expected) if known(expected) else cap  # type: ignore[arg-type]
-    return None
+    if found is None:
+        return None
+    if retries is None and not known(bound.deadline):
+        found = replace(found, last=None, last_share=1.0)  # it never stops: all of them, in the end
+    elif not found.partial:
+        found = replace(found, last=retries, last_share=1.0)
+    return found
+
+
+def _share_at_cap(low: float, high: float, cap: float, full: bool) -> float:
+    """The share of uniform draws over ``low``–``high`` that the clamp turns into the cap."""
+    if low >= cap:
+        return 1.0
+    if not full or high <= cap or high <= low:
+        return 0.0
+    return (high - cap) / (high - low)
+
+
+def _percent(share: float) -> str:
+    return f"{min(round(share * 100), 99)} %" if share < 1.0 else "100 %"
 
 
 class JitterCollapsesAtCap(Rule):
@@ -82,9 +137,15 @@ class JitterCollapsesAtCap(Rule):
 
     It reads stamina (`min(wait_max, wait_initial * wait_exp_base ** (n - 1) +
     uniform(0, wait_jitter))`: with the defaults every wait from the 7th attempt on is
-    exactly 5 s), tenacity `wait_exponential_jitter(...)` with a `max`, and hand-written
-    `min(cap, base * 2 ** attempt + random.uniform(...))` (also equal jitter and ±x % bands
-    inside the `min`).
+    exactly 5 s), tenacity `wait_exponential_jitter(...)` with a `max`, urllib3's
+    `Retry(backoff_jitter=..., backoff_max=...)` (`get_backoff_time` adds the jitter, then
+    clamps to `backoff_max`), and hand-written `min(cap, base * 2 ** attempt +
+    random.uniform(...))` (also equal jitter and ±x % bands inside the `min`).
+
+    redis-py's `ExponentialWithJitterBackoff` draws full jitter over the uncapped delay and
+    clamps afterwards, `min(cap, random() * base * 2 ** n)`: a share `1 - cap / (base *
+    2 ** n)` of the clients waits exactly the cap. It is reported from the retry where most
+    of them (at least half) do, with the share there and at the last retry.
 
     Full jitter under the cap, `random.uniform(0, min(cap, ...))`, jitter added after the
     cap, `min(cap, ...) + random.uniform(0, 1)`, decorrelated jitter and policies whose
@@ -230,7 +291,65 @@ class JitterCollapsesAtCap(Rule):
             "decorrelated jitter keeps drawing under the cap",
         ),
     ]
+    VALID += [
+        Valid(
+            """
+            from urllib3.util.retry import Retry
+
+            RETRY = Retry(total=5, backoff_factor=1, backoff_jitter=1.0, backoff_max=20)
+            """,
+            "urllib3: 5 retries wait 0, 2–3, 4–5, 8–9, 16–17 s: `backoff_max=20` is never reached",
+        ),
+        Valid(
+            """
+            from urllib3.util.retry import Retry
+
+            RETRY = Retry(total=10, backoff_factor=30, backoff_jitter=1.0, backoff_max=20)
+            """,
+            "urllib3: at the cap from the first wait on: a fixed delay (RTY202), not a collapse",
+        ),
+        Valid(
+            """
+            import redis
+            from redis.retry import Retry
+            from redis.backoff import FullJitterBackoff
+
+            cache = redis.Redis(retry=Retry(FullJitterBackoff(cap=10, base=1), 10))
+            """,
+            "redis `FullJitterBackoff` draws under the cap: `uniform(0, min(cap, base * 2 ** n))`",
+        ),
+        Valid(
+            """
+            import redis
+            from redis.retry import Retry
+            from redis.backoff import ExponentialWithJitterBackoff
+
+            cache = redis.Redis(retry=Retry(ExponentialWithJitterBackoff(cap=10, base=1), 3))
+            """,
+            "3 retries draw over 2, 4 and 8 s: the 10 s cap clamps none of them",
+        ),
+    ]
     INVALID = [
+        Invalid(
+            """
+            from urllib3.util.retry import Retry
+
+            RETRY = Retry(total=10, backoff_factor=1, backoff_jitter=1.0, backoff_max=20)
+            """,
+            line=4,
+            message="from retry 6 on (the wait after attempt 6) every client waits exactly 20 s",
+        ),
+        Invalid(
+            """
+            import redis
+            from redis.retry import Retry
+            from redis.backoff import ExponentialWithJitterBackoff
+
+            cache = redis.Redis(retry=Retry(ExponentialWithJitterBackoff(cap=10, base=1), 10))
+            """,
+            line=6,
+            message="from retry 5 on (the wait after attempt 5) most clients wait exactly 10 s: 69 % of them at retry 5, 99 % by retry 10",
+        ),
         Invalid(
             """
             import stamina
@@ -296,13 +415,30 @@ class JitterCollapsesAtCap(Rule):
         if found is None:
             return
         cap = format_seconds(found.cap)
+        shown = f"`{policy.delay.text}`" if policy.delay.text else "its backoff"
+        advice = _ADVICE.get(policy.source, _ADVICE[""])
+        if policy.source == "urllib3":
+            advice = advice.format(keep=f"`total={found.retry - 1}`")
+        if found.partial:
+            if found.last is None:
+                later = ", more with every retry after it (it never stops)"
+            elif found.last > found.retry:
+                later = f", {_percent(found.last_share)} by retry {found.last}, its last"
+            else:
+                later = " (its last retry)"
+            yield self.at(
+                policy,
+                f"{policy.description} draws its jitter before clamping to the {cap} cap ({shown}): from retry {found.retry} "
+                f"on (the wait after attempt {found.retry}) most clients wait exactly {cap}: {_percent(found.share)} of them "
+                f"at retry {found.retry}{later}, so clients that failed together stay together; {advice}",
+                policy.delay_location,
+            )
+            return
         if found.retries is not None:
             collapsed = found.retries - found.retry + 1
             share = f"{collapsed} of its {found.retries} waits have no spread left"
         else:
             share = "every wait after it has no spread left"
-        shown = f"`{policy.delay.text}`" if policy.delay.text else "its backoff"
-        advice = _ADVICE.get(policy.source, _ADVICE[""])
         yield self.at(
             policy,
             f"{policy.description} adds its jitter before clamping to the {cap} cap ({shown}): from retry {found.retry} on "

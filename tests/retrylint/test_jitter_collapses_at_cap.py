@@ -196,3 +196,132 @@ def test_a_stamina_mapping_that_cannot_be_read_assumes_no_defaults():
     )
     assert findings == []
     assert policies and not known(policies[0].delay.cap) and not known(policies[0].bound.attempts)
+
+
+# ---------------------------------------------------------------- urllib3 and redis-py (issue 13 audit, item 3)
+
+URLLIB3_JITTER = """
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    session = requests.Session()
+    session.mount("https://", HTTPAdapter(max_retries=Retry(total=TOTAL, backoff_factor=1, backoff_jitter=1.0, backoff_max=20,
+                                                             status_forcelist=[503])))
+    """
+
+
+def _urllib3_waits(total: int):
+    """The real waits of urllib3's ``Retry`` after each consecutive connection error."""
+    from urllib3.exceptions import ConnectTimeoutError
+    from urllib3.util.retry import Retry
+
+    retry = Retry(total=total, backoff_factor=1, backoff_jitter=1.0, backoff_max=20)
+    waits = []
+    for _ in range(total):
+        retry = retry.increment(method="GET", url="/", error=ConnectTimeoutError())
+        waits.append(retry.get_backoff_time())
+    return waits
+
+
+def test_urllib3_adds_its_jitter_before_backoff_max_and_the_rule_names_the_retry(monkeypatch):
+    findings, policies = _check(URLLIB3_JITTER.replace("TOTAL", "10"))
+    assert len(findings) == 1
+    message = findings[0].message
+    assert "urllib3 `Retry(...)` adds its jitter before clamping to the 20 s cap" in message
+    assert "from retry 6 on (the wait after attempt 6) every client waits exactly 20 s" in message
+    assert "5 of its 10 waits have no spread left" in message
+    assert "`total=5`" in message
+    retry6 = collapse(policies[0]).retry
+    for _ in range(50):
+        waits = _urllib3_waits(10)
+        assert waits[retry6 - 1:] == [20.0] * 5  # retries 6-10: exactly backoff_max, for every client
+        assert waits[0] == 0 and all(w < 20.0 for w in waits[1:retry6 - 1])
+    # explain: jitter clamped away, not 20–21.
+    text = to_text(policies[0], "c.py")
+    assert "schedule:    0, 2–3, 4–5, 8–9, 16–17, 20, 20, 20, 20, 20 s" in text
+    assert "jitter:      clamped away at the 20 s cap: from retry 6 on every wait is exactly 20 s" in text
+
+
+def test_urllib3_stopping_before_backoff_max_is_silent():
+    findings, _ = _check(URLLIB3_JITTER.replace("TOTAL", "5"))
+    assert findings == []
+    for _ in range(50):
+        assert all(w < 20.0 for w in _urllib3_waits(5))
+
+
+@pytest.mark.parametrize("retry", [
+    "Retry(total=10, backoff_factor=1, backoff_max=20)",  # no jitter: RTY203's business
+    "Retry(total=10, backoff_factor=1, backoff_jitter=1.0, backoff_max=600)",  # 256 + 1 < 600
+    "Retry(total=10, backoff_factor=30, backoff_jitter=1.0, backoff_max=20)",  # capped from the first wait: fixed
+    "Retry(total=10, backoff_factor=1, backoff_jitter=1.0, backoff_max=limit)",  # a parameter: not known
+])
+def test_urllib3_look_alikes_are_silent(retry):
+    findings, _ = _check(f"""
+        from urllib3.util.retry import Retry
+        def make(limit):
+            return {retry}
+        """)
+    assert findings == []
+
+
+REDIS_JITTER = """
+    import redis
+    from redis.retry import Retry
+    from redis.backoff import BACKOFF
+
+    cache = redis.Redis(host="cache", retry=Retry(BACKOFF(base=1, cap=10), RETRIES))
+    """
+
+
+def _redis_waits(monkeypatch, backoff, retries: int):
+    import redis.retry
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    waits = []
+    monkeypatch.setattr(redis.retry, "sleep", waits.append)
+
+    def fail():
+        raise RedisConnectionError("down")
+
+    with pytest.raises(RedisConnectionError):
+        redis.retry.Retry(backoff, retries).call_with_retry(fail, lambda error: None)
+    return waits
+
+
+def test_redis_exponential_with_jitter_backoff_clamps_after_the_draw(monkeypatch):
+    from redis.backoff import ExponentialWithJitterBackoff
+
+    findings, policies = _check(REDIS_JITTER.replace("BACKOFF", "ExponentialWithJitterBackoff").replace("RETRIES", "10"))
+    assert len(findings) == 1
+    message = findings[0].message
+    assert "draws its jitter before clamping to the 10 s cap" in message
+    assert "from retry 5 on (the wait after attempt 5) most clients wait exactly 10 s: 69 % of them at retry 5, 99 % by retry 10" in message
+    found = collapse(policies[0])
+    assert (found.retry, found.last) == (5, 10)
+    # The real waits: share at exactly the cap, per retry, over many clients.
+    runs = [_redis_waits(monkeypatch, ExponentialWithJitterBackoff(base=1, cap=10), 10) for _ in range(2000)]
+    assert all(len(w) == 10 for w in runs)
+    at_cap = [sum(w[k] == 10.0 for w in runs) / len(runs) for k in range(10)]
+    assert at_cap[:3] == [0.0, 0.0, 0.0]  # 2, 4, 8 s: under the cap
+    assert at_cap[3] < 0.5 <= at_cap[4]  # retry 5 is the first where most clients wait exactly 10 s
+    assert abs(at_cap[4] - found.share) < 0.05 and abs(at_cap[9] - found.last_share) < 0.02
+    # explain: the expected total follows the clamp (not full jitter's 0–10 average).
+    text = to_text(policies[0], "c.py")
+    assert "schedule:    0–2, 0–4, 0–8, 0–10, 0–10, 0–10, 0–10, 0–10, 0–10, 0–10 s = 1.4 min" in text
+    assert "expected 1.18 min" in text
+    assert "jitter:      drawn before the 10 s cap: from retry 5 on most waits are exactly 10 s (69 % at retry 5, 99 % by retry 10)" in text
+    mean_total = sum(sum(w) for w in runs) / len(runs)
+    assert abs(mean_total - 70.8) < 2.0
+
+
+def test_redis_full_jitter_backoff_and_few_retries_are_silent(monkeypatch):
+    from redis.backoff import FullJitterBackoff
+
+    findings, _ = _check(REDIS_JITTER.replace("BACKOFF", "FullJitterBackoff").replace("RETRIES", "10"))
+    assert findings == []
+    runs = [_redis_waits(monkeypatch, FullJitterBackoff(base=1, cap=10), 10) for _ in range(500)]
+    assert sum(w[-1] == 10.0 for w in runs) == 0  # drawn under the cap: no client sits exactly on it
+    # redis 8's own default for ``Redis()``: ExponentialWithJitterBackoff(base=1, cap=10), 3 retries: 2, 4, 8 s.
+    findings, _ = _check(REDIS_JITTER.replace("BACKOFF", "ExponentialWithJitterBackoff").replace("RETRIES", "3"))
+    assert findings == []

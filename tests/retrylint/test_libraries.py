@@ -134,7 +134,8 @@ CASES = {
          {"RTY302"}),
         ("from urllib3.util import Retry\nr = Retry(total=5, backoff_factor=0.5, backoff_jitter=1, status_forcelist=(429, 502, 503))\n",
          set()),
-        ("from urllib3.util import Retry\nr = Retry(total=None, backoff_factor=0.5, backoff_jitter=1)\n", {"RTY102"}),
+        # urllib3 adds the jitter, then clamps to backoff_max=120: from retry 9 on every wait is exactly 120 s (RTY504)
+        ("from urllib3.util import Retry\nr = Retry(total=None, backoff_factor=0.5, backoff_jitter=1)\n", {"RTY102", "RTY504"}),
         ("from urllib3.util import Retry\nnone = Retry(0)\noff = Retry(total=False)\n", set()),
         # airflow base_aws.py: every value from the user's connection extra
         ("from urllib3.util import Retry\ndef session(config):\n    return Retry(**config['retry_kwargs'])\n", set()),

@@ -3,7 +3,11 @@ httpx ``HTTPTransport(retries=...)``.
 
 urllib3 2.x: ``Retry(total=10, ..., backoff_factor=0, backoff_max=120, backoff_jitter=0,
 status_forcelist=None, respect_retry_after_header=True)``; the first retry waits 0, then
-``backoff_factor * 2 ** (n - 1)``, capped at ``backoff_max``. requests turns an integer
+``backoff_factor * 2 ** (n - 1)``, capped at ``backoff_max``. ``Retry.get_backoff_time``
+(urllib3 2.8.0) adds ``random() * backoff_jitter`` *before* the clamp,
+``min(backoff_max, backoff_factor * 2 ** (n - 1) + random() * backoff_jitter)``: once the
+exponential part alone reaches ``backoff_max``, every client waits exactly ``backoff_max``
+(RTY504; urllib3 1.26 has no ``backoff_jitter``). requests turns an integer
 ``max_retries`` into ``Retry(n)`` (no backoff). httpx retries connection failures through
 httpcore: 0 s, then 0.5 s, 1 s, 2 s … (no jitter, no cap).
 """
@@ -116,7 +120,9 @@ def _urllib3(call: cst.Call, args: Args, ctx: ModuleContext) -> Optional[RetryPo
             jitter = Jitter(JitterKind.ADDITIVE, jitter_amount)
         delay = Delay(DelayKind.EXPONENTIAL, base=scaled(factor, 2.0), factor=2.0, cap=cap, jitter=jitter,
                       text=f"backoff_factor={ctx.code(args.get('backoff_factor'))}" if args.given("backoff_factor") else text,
-                      first_immediate=True)
+                      first_immediate=True,
+                      # get_backoff_time: min(backoff_max, backoff_factor * 2 ** (n - 1) + random() * backoff_jitter)
+                      jitter_then_cap=jitter.kind is JitterKind.ADDITIVE)
     statuses = None
     forcelist = args.get("status_forcelist")
     if forcelist is not None:

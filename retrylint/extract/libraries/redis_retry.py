@@ -3,8 +3,10 @@
 redis 8: ``retries < 0`` retries forever; the backoff before retry ``n`` is computed
 from ``n`` failures: ``ExponentialBackoff`` → ``min(cap, base * 2 ** n)`` (no jitter),
 ``FullJitterBackoff`` → ``uniform(0, …)``, ``EqualJitterBackoff``,
-``DecorrelatedJitterBackoff``, ``ExponentialWithJitterBackoff`` → ``random() * …``
-(all take ``cap`` then ``base``);
+``DecorrelatedJitterBackoff``, ``ExponentialWithJitterBackoff`` → ``min(cap, random() * base * 2 ** n)``
+(all take ``cap`` then ``base``). ``ExponentialWithJitterBackoff`` draws *before* it clamps (redis 8.2.0
+``redis/backoff.py``): unlike ``FullJitterBackoff``'s ``uniform(0, min(cap, base * 2 ** n))``, every
+draw over the cap becomes exactly the cap, ``1 - cap / (base * 2 ** n)`` of them (RTY504);
 ``NoBackoff`` → 0; ``ConstantBackoff(b)`` → b. Defaults: ``cap=0.512``, ``base=0.008``.
 """
 
@@ -74,5 +76,6 @@ def _backoff(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Delay:
             cap = value(args.get("cap", 0), ctx, DEFAULTS["cap"])
             base = value(args.get("base", 1), ctx, DEFAULTS["base"])
             # The first retry comes after one failure: base * 2 ** 1.
-            return Delay(DelayKind.EXPONENTIAL, base=scaled(base, 2.0), factor=2.0, cap=cap, jitter=Jitter(jitter), text=text)
+            return Delay(DelayKind.EXPONENTIAL, base=scaled(base, 2.0), factor=2.0, cap=cap, jitter=Jitter(jitter), text=text,
+                         jitter_then_cap=name == "ExponentialWithJitterBackoff")
     return Delay(DelayKind.UNKNOWN, text=text)
