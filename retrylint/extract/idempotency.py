@@ -206,6 +206,78 @@ def _dict_keys(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Option
     return None
 
 
+def _visible_keys(expr: Optional[cst.BaseExpression], ctx: ModuleContext, scope: cst.CSTNode,
+                  depth: int = 0) -> Dict[str, cst.BaseExpression]:
+    """Every key a request visibly sends in ``expr``, even where the rest cannot be read: the keys
+    beside a ``**spread`` (``{**order, "idempotency_key": …}``), ``dict(order, key=…)``,
+    ``json.dumps(...)`` of such a body, nested bodies, and the items a name is given in ``scope``
+    (``body["idempotency_key"] = …``, ``body.update(...)``, ``body.setdefault(...)``, ``body |= {…}``).
+    Precision first: a key set anywhere in the scope counts."""
+    out: Dict[str, cst.BaseExpression] = {}
+    expr = unwrap_await(expr) if expr is not None else None
+    if expr is None or depth > 6:
+        return out
+    if isinstance(expr, cst.Name):
+        out.update(_items_set(expr.value, ctx, scope, depth))
+        resolved = resolve(expr, ctx)
+        if resolved is not None and not (isinstance(resolved, cst.Name) and resolved.value == expr.value):
+            out.update(_visible_keys(resolved, ctx, scope, depth + 1))
+        return out
+    if isinstance(expr, cst.Attribute):
+        value = _property_value(expr, ctx)
+        return _visible_keys(value, ctx, scope, depth + 1) if value is not None else out
+    if isinstance(expr, cst.Dict):
+        for element in expr.elements:
+            if isinstance(element, cst.DictElement):
+                key = _string_text(element.key, ctx)
+                if key is not None:
+                    out[key] = element.value
+                if isinstance(element.value, (cst.Dict, cst.Call, cst.Name)):
+                    out.update(_visible_keys(element.value, ctx, scope, depth + 1))
+            elif isinstance(element, cst.StarredDictElement):
+                out.update(_visible_keys(element.value, ctx, scope, depth + 1))
+        return out
+    if isinstance(expr, cst.Call):
+        positional, keywords = call_args(expr)
+        func = last_name(expr.func)
+        if dotted_name(expr.func) == "dict":
+            for arg in positional:
+                out.update(_visible_keys(arg, ctx, scope, depth + 1))
+            out.update({k: v for k, v in keywords.items() if k})
+        elif func in ("dumps", "dump_json", "urlencode") and positional:
+            out.update(_visible_keys(positional[0], ctx, scope, depth + 1))
+    return out
+
+
+def _items_set(name: str, ctx: ModuleContext, scope: cst.CSTNode, depth: int) -> Dict[str, cst.BaseExpression]:
+    """The items ``name`` is given in ``scope``: subscript assignments, ``update``, ``setdefault``, ``|=``."""
+    out: Dict[str, cst.BaseExpression] = {}
+    for node in walk(scope, skip=DEFERRED):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                sub = target.target
+                if (isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and sub.value.value == name
+                        and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)):
+                    key = _string_text(sub.slice[0].slice.value, ctx)
+                    if key is not None:
+                        out[key] = node.value
+        elif (isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name
+              and isinstance(node.operator, cst.BitOrAssign)):
+            out.update(_visible_keys(node.value, ctx, scope, depth + 1))
+        elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
+              and node.func.value.value == name and node.func.attr.value in ("update", "setdefault")):
+            positional, keywords = call_args(node)
+            if node.func.attr.value == "update":
+                for arg in positional:
+                    out.update(_visible_keys(arg, ctx, scope, depth + 1))
+                out.update({k: v for k, v in keywords.items() if k})
+            elif positional:
+                key = _string_text(positional[0], ctx)
+                if key is not None:
+                    out[key] = positional[1] if len(positional) > 1 else positional[0]
+    return out
+
+
 class _Creates:
     """Finds the creates in one module's retried regions."""
 
@@ -375,15 +447,23 @@ class _Creates:
         if receiver in self.session_keys or "?" in self.session_keys:
             return operation, True, advice
         keyed = False
-        for name in ("headers", "json", "data", "params"):
+        scope: cst.CSTNode = ctx.enclosing_function(call) or ctx.module
+        for name in ("headers", "json", "data", "params", "content"):
             expr = keywords.get(name)
             if expr is None:
                 continue
             keys = _dict_keys(expr, ctx)
+            # A key visibly sent counts even where the rest of the body cannot be read.
+            visible = _visible_keys(expr, ctx, scope)
             if keys is None:
-                if name == "headers":
+                if any(KEY_NAME.search(key) for key in visible):
+                    keys = visible
+                elif name == "headers":
                     return operation, None, advice  # headers we cannot read may hold the key
-                continue
+                else:
+                    continue
+            else:
+                keys = {**keys, **visible}
             for key, value_expr in keys.items():
                 if KEY_NAME.search(key):
                     fresh = _generated(value_expr, ctx, region)

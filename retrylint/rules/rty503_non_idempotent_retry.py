@@ -45,7 +45,11 @@ class NonIdempotentRetry(Rule):
     standard-queue sends; urllib3's default `allowed_methods` (no POST); httpx
     `HTTPTransport(retries=...)`, `Retry(read=0)` without status retries and retries of
     connection failures only (`requests.ConnectTimeout`, `httpx.ConnectError`: they retry only
-    connections that never carried the request); headers or bodies that cannot be read.
+    connections that never carried the request); headers that cannot be read. A key visibly
+    sent anywhere in the request counts: in the headers, in the body beside a `**spread`
+    (`json={**order, "idempotency_key": order["id"]}`), set on the body before the call
+    (`body["idempotency_key"] = ...`, `body.update(...)`, `body.setdefault(...)`), in
+    `dict(order, idempotency_key=...)` or `json.dumps(...)`, or in the URL.
 
     ## Why is this bad?
     Failures are ambiguous: a timeout after the server committed, a connection reset after
@@ -79,6 +83,28 @@ class NonIdempotentRetry(Rule):
     summary = "A retried create (POST, INSERT, charge) carries no idempotency key"
 
     VALID = [
+        Valid(
+            """
+            import requests, tenacity
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_random_exponential(max=20))
+            def create(order):
+                return requests.post("https://api.shop.example/v1/orders", json={**order, "idempotency_key": order["id"]}, timeout=10)
+            """,
+            "the key is in the body, beside the spread order: the server can deduplicate on it",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_random_exponential(max=20))
+            def create(order):
+                body = dict(order)
+                body["idempotency_key"] = order["id"]
+                return requests.post("https://api.shop.example/v1/orders", json=body, timeout=10)
+            """,
+            "the key is set on the body before the call",
+        ),
         Valid(
             """
             import requests, tenacity

@@ -545,3 +545,56 @@ def test_request_with_the_verb_as_a_keyword_or_positional():
         assert [c for c, _, _ in findings(template.replace("{args}", args))] == ["RTY503"], args
     for args in ('"GET", "https://api.shop.example/orders"', 'method, "https://api.shop.example/orders"'):
         assert findings(template.replace("{args}", args)) == [], args
+
+
+# ---------------------------------------------------------------- RTY503: a key in the body (issue 13 audit, item 6)
+
+KEYED_BODY = """
+import json, uuid
+import requests, tenacity
+
+@tenacity.retry(stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_random_exponential(max=20))
+def create(order):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body", [
+    # the key beside a spread of the order: the key is visibly sent
+    '    return requests.post("https://api.shop.example/v1/orders", json={**order, "idempotency_key": order["id"]}, timeout=10)',
+    # set on a copy before the call
+    '    body = dict(order)\n    body["idempotency_key"] = order["id"]\n'
+    '    return requests.post("https://api.shop.example/v1/orders", json=body, timeout=10)',
+    '    body = {**order}\n    body.update({"idempotency_key": order["id"]})\n'
+    '    return requests.post("https://api.shop.example/v1/orders", json=body, timeout=10)',
+    '    body = dict(order)\n    body.update(request_id=order["id"])\n'
+    '    return requests.post("https://api.shop.example/v1/orders", json=body, timeout=10)',
+    '    body = dict(order)\n    body.setdefault("idempotency_key", order["id"])\n'
+    '    return requests.post("https://api.shop.example/v1/orders", json=body, timeout=10)',
+    '    body = dict(order)\n    body |= {"idempotency_key": order["id"]}\n'
+    '    return requests.post("https://api.shop.example/v1/orders", json=body, timeout=10)',
+    # dict(order, key=...) and a serialised body
+    '    return requests.post("https://api.shop.example/v1/orders", json=dict(order, idempotency_key=order["id"]), timeout=10)',
+    '    return requests.post("https://api.shop.example/v1/orders", data=json.dumps({**order, "idempotency_key": order["id"]}))',
+    '    payload = dict(order)\n    payload["idempotency_key"] = order["id"]\n    data = json.dumps(payload)\n'
+    '    return requests.post("https://api.shop.example/v1/orders", data=data)',
+    # a header dict read from a literal, then given the key
+    '    headers = {"Content-Type": "application/json"}\n    headers["Idempotency-Key"] = order["id"]\n'
+    '    return requests.post("https://api.shop.example/v1/orders", json=order, headers=headers)',
+])
+def test_a_key_visibly_in_the_request_body_or_added_to_it_counts(body):
+    assert findings(KEYED_BODY.replace("{body}", body)) == []
+
+
+@pytest.mark.parametrize("body", [
+    # twins that must still fire: no key anywhere, or a key made anew on every attempt
+    '    return requests.post("https://api.shop.example/v1/orders", json={**order, "note": order["id"]}, timeout=10)',
+    '    body = dict(order)\n    body["note"] = order["id"]\n'
+    '    return requests.post("https://api.shop.example/v1/orders", json=body, timeout=10)',
+    '    body = dict(order)\n    body["idempotency_key"] = str(uuid.uuid4())\n'
+    '    return requests.post("https://api.shop.example/v1/orders", json=body, timeout=10)',
+    '    return requests.post("https://api.shop.example/v1/orders", json={**order, "idempotency_key": str(uuid.uuid4())})',
+])
+def test_a_body_without_a_stable_key_still_fires(body):
+    found = findings(KEYED_BODY.replace("{body}", body))
+    assert [c for c, _, _ in found] == ["RTY503"], body
