@@ -10,6 +10,7 @@ so node positions are positions in the original text.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Iterable, List, Optional, Tuple
 
@@ -256,6 +257,11 @@ class Fixer:
                                 else:
                                     alias = module
         name = alias or module.split(".")[0]
+        if _rebound_in_module(getattr(self.ctx.program, "_tree", None), name, module):
+            # ``random = ...``, ``def random()``, ``class random``, ``from x import random`` at
+            # module level (narrowing may have blanked it out of ``self.ctx.module``): the
+            # name is not (only) the module everywhere; no fix rather than a wrong one.
+            raise FixUnavailable(f"`{name}` is bound to something other than the {module} module in this module")
         if near is not self.ctx.module:
             for binding in self.ctx.bindings(near, name):
                 if not (binding.kind == "import" and isinstance(binding.node, cst.Import)
@@ -311,6 +317,82 @@ class Fixer:
             line = self.ctx.location(docstring).end_line + 1
             return Edit(line, 1, line, 1, "\n" + text)
         return Edit(1, 1, 1, 1, text + "\n")
+
+
+def _rebound_in_module(tree: Optional[ast.Module], name: str, module: str) -> bool:
+    """Whether the whole file (``tree``: its ``ast``, un-narrowed) binds ``name`` at module level
+    to anything but ``import module`` (as ``name``): an assignment, a ``def``/``class``, a
+    ``for``/``with``/``except`` target, another import, or a ``global name`` that a function
+    assigns."""
+    if tree is None:
+        return False
+
+    def imports_the_module(node: ast.AST) -> bool:
+        return isinstance(node, ast.Import) and all(
+            a.name == module for a in node.names if (a.asname or a.name.split(".")[0]) == name)
+
+    def module_level(body) -> Iterable[ast.AST]:
+        for statement in body:
+            yield statement
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list):
+                    yield from module_level(inner)
+
+    for statement in module_level([tree]):
+        if isinstance(statement, ast.Module):
+            continue
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if statement.name == name:
+                return True
+            # ``global random`` then ``random = ...`` inside a function
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Global) and name in node.names:
+                    return True
+            continue
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for alias in statement.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                if bound == name and not imports_the_module(statement):
+                    return True
+            continue
+        if isinstance(statement, ast.ExceptHandler):
+            if statement.name == name:
+                return True
+            continue
+        # targets of assignments, for, with, walrus, match captures… in the statement itself
+        # (not in the nested blocks, visited on their own; comprehensions bind their own scope)
+        for node in _own_nodes(statement):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+                return True
+            if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+                return True
+            if isinstance(node, ast.MatchMapping) and node.rest == name:
+                return True
+    return False
+
+
+def _own_nodes(statement: ast.AST) -> Iterable[ast.AST]:
+    """The nodes of a statement outside its nested statement blocks and comprehensions."""
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        yield node
+        for field, value in ast.iter_fields(node):
+            if field in ("body", "orelse", "finalbody", "handlers") and isinstance(value, list) \
+                    and value and isinstance(value[0], (ast.stmt, ast.ExceptHandler)):
+                continue
+            if isinstance(node, ast.match_case) and field == "body":
+                continue
+            if isinstance(node, ast.Match) and field == "cases":
+                stack.extend(c.pattern for c in value)  # captures bind at module level
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST) and not isinstance(
+                        child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)):
+                    stack.append(child)
 
 
 #: isort's sections, in order (first-party cannot be told from third-party without the project).
