@@ -12,7 +12,7 @@ import collections
 import os
 import sys
 import traceback
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 #: Exceptions that mean the code is wrong, whatever the downstream answered.
 PROGRAMMING_ERRORS = (
@@ -61,11 +61,13 @@ _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 STOP_AFTER = 20
 
 
-def is_client_bug(error: Optional[BaseException], calls: int) -> bool:
-    """True when a client's exception says the client is broken rather than giving up."""
+def is_client_bug(error: Optional[BaseException], calls: int, after_ok: bool = False) -> bool:
+    """True when a client's exception says the client is broken rather than giving up: it
+    raised before calling the downstream, raised a programming error (see ``BUG_ERRORS``), or
+    raised after the downstream answered successfully (``after_ok``: nothing to give up on)."""
     if error is None:
         return False
-    return calls == 0 or isinstance(error, PROGRAMMING_ERRORS)
+    return calls == 0 or after_ok or programming_error(error) is not None
 
 
 def raised_counts(errors: Sequence[Optional[BaseException]]) -> Tuple[Tuple[str, int], ...]:
@@ -74,15 +76,18 @@ def raised_counts(errors: Sequence[Optional[BaseException]]) -> Tuple[Tuple[str,
     return tuple(counts.most_common())
 
 
-def describe_bugs(bugs: Sequence[Tuple[int, BaseException, int]], ran: int, clients: int, stopped: bool) -> str:
-    """``bugs``: (client index, exception, calls made). The first one with its traceback, then counts."""
-    index, first, calls = bugs[0]
-    kinds = collections.Counter(type(e).__name__ for _, e, _ in bugs)
+def describe_bugs(bugs: Sequence[Tuple[Any, ...]], ran: int, clients: int, stopped: bool) -> str:
+    """``bugs``: (client index, exception, calls made[, raised after a successful answer]). The
+    first one with its traceback, then counts."""
+    index, first, calls = bugs[0][:3]
+    after_ok = len(bugs[0]) > 3 and bool(bugs[0][3])
+    kinds = collections.Counter(type(b[1]).__name__ for b in bugs)
     names = " and ".join(f"{n} {name}" for name, n in kinds.most_common())
     of = f"of the first {ran} clients (stopped there)" if stopped else f"of {clients} clients"
     lines = [
         f"the client under test raised {type(first).__name__}: {len(bugs)} {of} raised {names}"
-        + (", before calling the downstream" if calls == 0 else ""),
+        + (", before calling the downstream" if calls == 0 else "")
+        + (", after the downstream answered successfully" if after_ok and calls else ""),
         "this is a bug in the client or the test, not a herd: no retry policy was judged.",
         f"client #{index} (after {calls} call(s) to the downstream):",
     ]
@@ -98,11 +103,13 @@ def format_counts(counts: Sequence[Tuple[str, int]]) -> str:
     return ", ".join(f"{n} {name}" for name, n in counts)
 
 
-def bugs_of(results: Sequence[object], calls: Sequence[int]) -> List[Tuple[int, BaseException, int]]:
-    """(index, exception, calls) of the broken clients among ``results`` (ClientResults)."""
+def bugs_of(results: Sequence[object], calls: Sequence[int], last_ok: Sequence[bool] = ()) -> List[Tuple[int, BaseException, int, bool]]:
+    """(index, exception, calls, after a successful answer) of the broken clients among
+    ``results`` (ClientResults); ``last_ok``: per client, whether its last call succeeded."""
     found = []
-    for result, made in zip(results, calls):
+    oks = list(last_ok) + [False] * (len(results) - len(last_ok))
+    for result, made, ok in zip(results, calls, oks):
         error = getattr(result, "error", None)
-        if getattr(result, "outcome", "") == "raised" and is_client_bug(error, made):
-            found.append((result.index, error, made))  # type: ignore[attr-defined]
+        if getattr(result, "outcome", "") == "raised" and is_client_bug(error, made, ok):
+            found.append((result.index, error, made, ok))  # type: ignore[attr-defined]
     return found

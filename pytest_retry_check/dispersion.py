@@ -556,11 +556,17 @@ def _first_sleep_site(sleeps: Sequence[SleepRecord]) -> str:
     return first.where if first.where == first.caller else f"{first.where} (sleeping in {first.caller})"
 
 
-def _forever(results: Sequence[ClientResult]) -> Optional[str]:
+def _forever(results: Sequence[ClientResult], max_attempts: Optional[int] = None) -> Optional[str]:
     for result in results:
         if result.outcome == "guard":
             first = str(result.error).splitlines()[0] if result.error is not None else "the guard tripped"
-            return f"client #{result.index} never stopped retrying: {first}"
+            first = first.split("; the code under test looks like")[0]
+            text = f"client #{result.index} never stopped retrying: {first}"
+            if result.swallowed:
+                text += " (and the client swallowed the guard's RetryGuardTripped, with a bare except: or except BaseException, and ended as if nothing happened)"
+            if max_attempts is not None:
+                text += f"; if this many attempts are intended, raise the herd check's limit: herd_check(..., max_attempts=...) (now {max_attempts})"
+            return text
     return None
 
 
@@ -596,6 +602,8 @@ def measure_dispersion(
     as keywords or ``limits=DispersionLimits(...)``.
     """
     __tracebackhide__ = True
+    if "max_calls" in options:  # the name the call guard's message uses: the same limit
+        max_attempts = options.pop("max_calls")
     limits = _limits(limits, options)
     scenario = _scenario(scenario, options)
     if not callable(client):
@@ -634,7 +642,7 @@ def _measure_sync(client: Callable[[Any], Any], clients: int, scenario: Scenario
         outcomes.append(_outcome(result, calls))
         if not where and result.sleeps:
             where.append(_first_sleep_site(result.sleeps))
-        bugs.extend(bugs_of([result], [len(calls)]))
+        bugs.extend(bugs_of([result], [len(calls)], [bool(calls) and calls[-1].ok]))
         return len(bugs) >= STOP_AFTER
 
     try:
@@ -647,7 +655,7 @@ def _measure_sync(client: Callable[[Any], Any], clients: int, scenario: Scenario
         bugs = [(r.index, r.error, len(s)) for r, s in zip(results, schedules) if r.outcome == "raised" and r.error is not None]
     client_error = describe_bugs(bugs, len(results), clients, stopped=len(results) < clients and results[-1].outcome != "guard") if bugs else ""
     return _build(
-        schedules, limits, outcomes=outcomes, forever=_forever(results), where=where[0] if where else "", scenario=described,
+        schedules, limits, outcomes=outcomes, forever=_forever(results, max_attempts), where=where[0] if where else "", scenario=described,
         raised=raised_counts([r.error for r in results if r.outcome == "raised"]), client_error=client_error,
     )
 
@@ -667,10 +675,10 @@ def _measure_async(client: Callable[[Any], Any], clients: int, scenario: Scenari
     schedules = [tuple(c.at for c in d.calls) for d in downstreams]
     outcomes = [_outcome(r, d.calls) for r, d in zip(results, downstreams)]
     unfinished = [r.index for r in results if r.outcome == "unfinished"]
-    forever = _forever(results)
+    forever = _forever(results, max_attempts)
     if forever is None and unfinished:
         forever = f"{len(unfinished)} client(s) were still retrying after {format_seconds(horizon)} of virtual time (first: #{unfinished[0]})"
-    bugs = bugs_of(results, [len(d.calls) for d in downstreams])
+    bugs = bugs_of(results, [len(d.calls) for d in downstreams], [bool(d.calls) and d.calls[-1].ok for d in downstreams])
     if not bugs and not any(len(s) > 1 for s in schedules):
         bugs = [(r.index, r.error, len(d.calls)) for r, d in zip(results, downstreams) if r.outcome == "raised" and r.error is not None]
     return _build(
@@ -812,7 +820,7 @@ class HerdCheck:
 
 
 _OPTION_NAMES = (
-    {"clients", "scenario", "limits", "max_attempts", "horizon"}
+    {"clients", "scenario", "limits", "max_attempts", "max_calls", "horizon"}
     | set(DispersionLimits.__dataclass_fields__)
     | set(Scenario.__dataclass_fields__)
 )

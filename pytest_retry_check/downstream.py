@@ -478,6 +478,8 @@ class FakeDownstream:
         self._server: Any = None
         self._closed = False
         self._real_mark: Optional[Tuple[float, int, float]] = None  # (real idle, real_waits entries, virtual time) at the last call
+        #: The call guard's exception once this downstream's max_calls was passed.
+        self.guard_trip: Optional[RetryGuardTripped] = None
 
     # -- the clock --------------------------------------------------------------------------
     @property
@@ -529,7 +531,8 @@ class FakeDownstream:
             number = len(self.calls) + 1
             at = clock.now()
             if number > self.max_calls:
-                raise self._trip(clock, number)
+                self.guard_trip = self._trip(clock, number)
+                raise self.guard_trip
             if number * 2 >= self.max_calls:
                 clock.nearing_guard()
             self._check_real_time(clock, number, at)

@@ -56,6 +56,9 @@ class ClientResult:
     error: Optional[BaseException] = None
     finished_at: Optional[float] = None  # virtual seconds
     sleeps: Tuple[SleepRecord, ...] = ()
+    #: The guard tripped but the client caught it (``except:``, ``except BaseException``) and
+    #: ended as if nothing happened: it retried forever all the same (outcome "guard").
+    swallowed: bool = False
 
 
 def is_async_client(client: Callable[..., Any]) -> bool:
@@ -102,6 +105,7 @@ def run_sequential(
         downstream = downstream_for(index)
         token = _CLIENT.set(index)
         error: Optional[BaseException] = None
+        swallowed = False
         try:
             value = client(downstream)
             if inspect.isawaitable(value):
@@ -116,7 +120,9 @@ def run_sequential(
             outcome, error = "raised", exc
         finally:
             _CLIENT.reset(token)
-        result = ClientResult(index, outcome, error, clock.now(), tuple(clock.sleeps))
+        if outcome != "guard" and clock.tripped is not None:  # caught the guard and went on
+            outcome, error, swallowed = "guard", clock.tripped, True
+        result = ClientResult(index, outcome, error, clock.now(), tuple(clock.sleeps), swallowed)
         results.append(result)
         stop = after_each(index, result) if after_each is not None else False
         if outcome == "guard" or stop:
@@ -150,6 +156,7 @@ def run_async(
             _CLIENT.set(index)  # the task runs in its own copy of the context
             downstream = downstream_for(index)
             error: Optional[BaseException] = None
+            swallowed = False
             try:
                 await client(downstream)
                 outcome = "returned"
@@ -157,7 +164,10 @@ def run_async(
                 outcome, error = "guard", exc
             except Exception as exc:
                 outcome, error = "raised", exc
-            results[index] = ClientResult(index, outcome, error, clock.now())
+            trip = getattr(downstream, "guard_trip", None)  # this client's call guard
+            if outcome != "guard" and trip is not None:  # caught the guard and went on
+                outcome, error, swallowed = "guard", trip, True
+            results[index] = ClientResult(index, outcome, error, clock.now(), (), swallowed)
 
         tasks = [asyncio.ensure_future(one(i)) for i in range(clients)]
         _, pending = await asyncio.wait(tasks, timeout=horizon)

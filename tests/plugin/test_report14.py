@@ -252,3 +252,110 @@ def test_a_swallowed_trip_under_a_plain_fake_clock_fails():
     with FakeClock(max_sleeps=20):  # expected: no complaint
         with pytest.raises(exec_globals["RetryGuardTripped"]):
             exec_globals["old_client"](FakeDownstream(then=503))
+
+
+# -- 5 and 6: the herd check fails on crashing clients and on clients that swallow the guard ----
+import random  # noqa: E402
+
+from pytest_retry_check import herd_check  # noqa: E402
+
+
+def _good(ds):
+    for attempt in range(5):
+        try:
+            return ds("/orders/42")
+        except ConnectionError:
+            if attempt == 4:
+                raise
+            time.sleep(random.uniform(0, min(20, 2**attempt)))
+
+
+DELAYS = [1, 2, 4]
+
+
+def _short_table(ds):
+    for attempt in range(6):
+        try:
+            return ds("/orders/42")
+        except ConnectionError:
+            time.sleep(DELAYS[attempt] * random.uniform(0.5, 1.5))  # IndexError at retry 4
+
+
+def test_the_herd_check_fails_when_clients_crash_in_their_backoff():
+    with pytest.raises(RetryCheckFailed, match=r"the client under test raised IndexError") as info:
+        herd_check(_short_table, clients=60, outages=[(0, 60)])
+    assert "list index out of range" in str(info.value) and "not a herd" in str(info.value)
+
+
+def test_the_herd_check_fails_when_clients_crash_after_a_successful_answer():
+    with pytest.raises(RetryCheckFailed, match=r"the client under test raised KeyError") as info:
+        herd_check(lambda ds: {"status": _good(ds)}["order"], clients=60, outages=[(0, 5)])
+    assert "after the downstream answered successfully" in str(info.value)
+
+
+def test_the_herd_check_fails_when_clients_swallow_the_guard():
+    def client(ds):
+        try:
+            while True:
+                try:
+                    return ds("/orders/42")
+                except ConnectionError:
+                    time.sleep(random.uniform(0, 2))
+        except:  # noqa: E722  legacy bare except
+            return "cached"
+
+    with pytest.raises(RetryCheckFailed, match=r"client #0 never stopped retrying.*swallowed"):
+        herd_check(client, clients=50, outages=[(0, 1e9)])
+
+
+def test_the_herd_check_fails_when_async_clients_swallow_the_guard():
+    async def client(ds):
+        try:
+            while True:
+                try:
+                    return await ds.acall("/orders/42")
+                except ConnectionError:
+                    await asyncio.sleep(random.uniform(0, 2))
+        except BaseException:
+            return "cached"
+
+    with pytest.raises(RetryCheckFailed, match=r"never stopped retrying.*swallowed"):
+        herd_check(client, clients=20, outages=[(0, 1e9)], max_attempts=30)
+
+
+def test_a_good_herd_still_passes_with_clients_giving_up():
+    report = herd_check(_good, clients=100, outages=[(0, 1e9)])
+    assert report.passed and dict(report.raised) == {"DownstreamUnavailable": 100}
+
+
+def test_the_herd_check_forever_message_names_a_knob_that_works():
+    def long_poll(ds):  # legit: up to 1,500 attempts
+        for _ in range(1500):
+            try:
+                return ds("/orders/42")
+            except ConnectionError:
+                time.sleep(random.uniform(0, 0.2))
+        raise TimeoutError
+
+    with pytest.raises(RetryCheckFailed, match=r"herd_check\(\.\.\., max_attempts=\.\.\.\) \(now 1000\)"):
+        herd_check(long_poll, clients=20, outages=[(0, 150)])
+    assert herd_check(long_poll, clients=20, outages=[(0, 150)], max_attempts=5000).passed
+    assert herd_check(long_poll, clients=20, outages=[(0, 150)], max_calls=5000).passed  # the call guard's word
+
+
+# -- 20: pytest.raises(BaseException) around a trip is an expected trip ------------------------
+def test_a_broad_pytest_raises_makes_the_trip_expected(pytester):
+    pytester.makepyfile(
+        GUARD_CLIENTS
+        + """
+def test_base_exception(fake_downstream):
+    with pytest.raises(BaseException):
+        old_client(fake_downstream(then=503))
+
+
+def test_a_tuple(fake_downstream):
+    with pytest.raises((ValueError, BaseException)):
+        old_client(fake_downstream(then=503))
+"""
+    )
+    pytester.runpytest_inprocess(*FAST).assert_outcomes(passed=2)
