@@ -478,6 +478,9 @@ class FakeDownstream:
         self._server: Any = None
         self._closed = False
         self._real_mark: Optional[Tuple[float, int, float]] = None  # (real idle, real_waits entries, virtual time) at the last call
+        # Real seconds of consecutive gaps that each idled at least REAL_GAP while virtual time
+        # stood still, and the call they started after: sub-second real sleeps add up.
+        self._real_debt: Tuple[float, int] = (0.0, 0)
         #: The call guard's exception once this downstream's max_calls was passed.
         self.guard_trip: Optional[RetryGuardTripped] = None
 
@@ -617,6 +620,16 @@ class FakeDownstream:
         real, virtual = idle - previous[0], at - previous[2]
         if real > limit and virtual < real / 2:
             message = realtime.real_sleep_message(self.name, number - 1, number, real, virtual)
+            clock.tripped = raised(RealSleepDetected, message)
+            raise clock.tripped
+        if real < realtime.REAL_GAP or virtual >= real / 2:
+            self._real_debt = (0.0, 0)
+            return
+        debt, since = self._real_debt
+        debt, since = debt + real, since or number - 1
+        self._real_debt = (debt, since)
+        if debt > limit:
+            message = realtime.real_sleep_message(self.name, since, number, debt, 0.0, gaps=number - since)
             clock.tripped = raised(RealSleepDetected, message)
             raise clock.tripped
 

@@ -16,6 +16,7 @@ import gc
 import os
 import sys
 import time
+import threading
 import types
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -32,6 +33,10 @@ REAL_CLOCKS: Sequence[Any] = (time.time, time.monotonic, time.perf_counter, time
 #: Default real seconds of idling between two calls, with virtual time standing still, that
 #: count as a real sleep. Well above scheduling noise on a busy machine, below any real backoff.
 DEFAULT_MAX_REAL_WAIT = 1.0
+#: A gap between two calls that idles at least this long while virtual time stands still counts
+#: towards ``max_real_wait`` with the gaps right before it: real sleeps of 0.1, 0.2, 0.4, 0.8 s add
+#: up. A call to the fake downstream, in-process or over local HTTP, idles far less.
+REAL_GAP = 0.05
 
 
 def idle_seconds() -> float:
@@ -44,8 +49,16 @@ def holders(targets: Optional[Sequence[Any]] = None, *, limit: int = 5) -> List[
     (module names are patched by the clock): "tenacity.Retrying object's .sleep", ... Slow
     (a walk of the garbage collector's objects): only for a failure message."""
     found: List[str] = []
+    pairs: List[Tuple[Any, str]] = []
     for target in targets if targets is not None else REAL_WAITERS:
-        name = getattr(target, "__name__", repr(target))
+        pairs.append((target, getattr(target, "__name__", repr(target))))
+    if targets is None or targets is REAL_WAITERS:
+        # A bound threading.Event().wait taken before the clock started (an "interruptible
+        # sleep"): each is its own method object, found through the function it binds.
+        from .clock import _real_event_wait
+
+        pairs += [(m, "threading.Event.wait") for m in gc.get_referrers(_real_event_wait) if isinstance(m, types.MethodType)]
+    for target, name in pairs:
         for referrer in gc.get_referrers(target):
             where = _holder(referrer, target)
             if where and f"{where} (the real {name})" not in found:
@@ -95,10 +108,11 @@ def _holder(referrer: Any, target: Any) -> Optional[str]:
     return None
 
 
-def real_sleep_message(downstream: str, before: int, after: int, real: float, virtual: float) -> str:
+def real_sleep_message(downstream: str, before: int, after: int, real: float, virtual: float, gaps: int = 1) -> str:
     """The failure for real time passing between calls ``before`` and ``after`` while virtual time did not."""
+    between = f"between calls #{before} and #{after}" if gaps <= 1 else f"over calls #{before} to #{after} ({gaps} gaps of {REAL_GAP:g} s or more each)"
     lines = [
-        f"the code under test slept for real: {real:.1f} real seconds passed between calls #{before} and #{after} "
+        f"the code under test slept for real: {real:.1f} real seconds passed {between} "
         f"to {downstream} while virtual time moved {virtual:.3f} s.",
         "A sleep function captured before the fake clock started (Retrying(sleep=time.sleep) built at import, "
         "a default argument, a closure) is the real one: it blocks, and every delay looks like 0 s.",
@@ -149,6 +163,11 @@ def real_function_name(value: Any, reals: Optional[Dict[int, Tuple[Any, str]]] =
     entry = (reals if reals is not None else _real_functions()).get(id(value))
     if entry is not None and entry[0] is value:
         return entry[1]
+    if isinstance(value, types.MethodType) and isinstance(getattr(value, "__self__", None), threading.Event):
+        from .clock import _real_event_wait
+
+        if value.__func__ is _real_event_wait:  # an "interruptible sleep" bound before the clock
+            return "threading.Event.wait"
     if isinstance(value, types.BuiltinMethodType) and getattr(value, "__name__", "") in _DATETIME_READERS:
         owner = getattr(value, "__self__", None)
         if any(owner is cls for cls in _DATETIME_CLASSES):
@@ -225,7 +244,7 @@ class CapturedScan:
         if name is None:
             return False
         key = f"{where} is the real {name}"
-        if not name.endswith("sleep"):
+        if not name.endswith(("sleep", "Event.wait")):
             self.clock_found = True
         if key not in self.keys:
             self.keys.append(key)

@@ -359,3 +359,72 @@ def test_a_tuple(fake_downstream):
 """
     )
     pytester.runpytest_inprocess(*FAST).assert_outcomes(passed=2)
+
+
+# -- 7: real sleeps below a second each, and a captured Event.wait, are caught and named ------
+import threading  # noqa: E402
+
+import pytest_retry_check.realtime as realtime  # noqa: E402
+from pytest_retry_check import FakeDownstream, RealSleepDetected  # noqa: E402
+
+
+class Worker:
+    def __init__(self):
+        self._stop = threading.Event()
+        self._nap = self._stop.wait  # an interruptible sleep, bound before the clock started
+
+
+def test_sub_second_real_sleeps_that_add_up_are_caught_and_the_holder_is_named(monkeypatch):
+    # No real sleeping: idle time is advanced by hand while the captured Event.wait "sleeps".
+    moved = [0.0]
+    real_idle = realtime.idle_seconds
+    monkeypatch.setattr(realtime, "idle_seconds", lambda: real_idle() + moved[0])
+    worker = Worker()
+    monkeypatch.setattr(worker, "_nap", lambda seconds: moved.__setitem__(0, moved[0] + seconds))
+    held = Worker()  # what the message must name: an object holding a bound Event.wait
+
+    from pytest_retry_check import FakeClock
+
+    with FakeClock():
+        ds = FakeDownstream(then=503)
+        with pytest.raises(RealSleepDetected) as caught:
+            for attempt in range(5):
+                try:
+                    ds("/orders/42")
+                except ConnectionError:
+                    worker._nap(0.1 * 2**attempt)  # 0.1 + 0.2 + 0.4 + 0.8 s, "really"
+    message = str(caught.value)
+    assert "1.5 real seconds passed over calls #1 to #5" in message
+    assert "._nap (the real threading.Event.wait)" in message
+    assert ds.call_count == 4
+    del held
+
+
+def test_busy_immediate_retries_are_not_taken_for_real_sleeps(fake_clock):
+    ds = FakeDownstream(fail_first=2000)
+    for _ in range(2001):
+        try:
+            ds()
+        except ConnectionError:
+            pass
+
+
+def test_a_captured_event_wait_is_reported_when_the_clock_starts(pytester):
+    pytester.makepyfile(
+        """
+        import threading
+
+        class Worker:
+            def __init__(self):
+                self._stop = threading.Event()
+                self._nap = self._stop.wait
+
+        WORKER = Worker()
+
+        def test_it(fake_clock):
+            pass
+        """
+    )
+    result = pytester.runpytest_inprocess(*FAST, "-W", "error::pytest_retry_check.CapturedClockWarning")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the attribute ._nap of a * object (*WORKER) is the real threading.Event.wait*"])
