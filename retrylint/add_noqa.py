@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, TextIO, T
 
 from .config import Config
 from .engine import Finding, check_source
-from .noqa import _CODE, _LINE
+from .noqa import _CODE, invalid, line_directive
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -225,7 +225,11 @@ def _with_directive(line: str, comment: Optional[Tuple[int, str]], codes: List[s
     body = line[: len(line) - len(eol)]
     if comment is not None:
         column, string = comment
-        directive = _LINE.search(string)
+        directive = line_directive(string)
+        if directive is not None and invalid(directive):
+            # ``# noqa: fixed-delay-retry`` suppresses nothing: a valid directive goes after it (as
+            # ruff's --add-noqa does), the user's text stays.
+            return body.rstrip(" \t") + "  # noqa: " + ", ".join(codes) + eol
         if directive is not None:
             if directive.group("codes") is None:
                 return line  # a bare ``# noqa`` already suppresses every code

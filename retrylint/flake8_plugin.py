@@ -6,8 +6,11 @@ settings that ``retrylint check`` would use for that file (the nearest ``[tool.r
 ``retrylint.toml`` …, else the defaults), ``per-file-ignores`` included.
 
 ``# noqa``: the engine drops findings that retrylint's own comments suppress (also a comment on a
-loop's header, and ``# retrylint: noqa`` for a whole file); flake8 then applies its own ``# noqa``
-to what is left. A ``# noqa: RTY202`` on the reported line is honoured by both. Under flake8's
+loop's header, and ``# retrylint: noqa`` for a whole file), exactly as ``retrylint check`` does;
+flake8's own inline ``# noqa`` is not applied again to RTY findings, because flake8 matches codes
+by prefix (``# noqa: RTY20`` would silence RTY202) and reads ``# noqa: RTY`` or
+``# noqa: fixed-delay-retry`` as a blanket noqa, where retrylint (as ruff) warns and silences
+nothing. ``# flake8: noqa`` (the whole file) is flake8's and still applies. Under flake8's
 ``--disable-noqa`` the engine sees the file with its noqa comments blanked out, so nothing is
 hidden.
 
@@ -28,6 +31,7 @@ from typing import Any, Iterator, List, Sequence, Tuple
 from . import __version__
 from .engine import check_source
 from .noqa import _FILE, _LINE
+from .noqa_codes import noqa_code_warnings
 from .settings import Settings
 
 Result = Tuple[int, int, str, type]
@@ -58,9 +62,13 @@ class RetrylintChecker:
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
+        _leave_rty_noqa_to_the_engine()
 
     def run(self) -> Iterator[Result]:
         text = "".join(self.lines)
+        if not self.disable_noqa:
+            for line, message in noqa_code_warnings(text.encode("utf-8", "surrogatepass"), text):
+                sys.stderr.write(f"retrylint: warning: {self.filename}:{line}: {message}\n")
         if self.disable_noqa:
             text = blank_noqa_comments(text)
         report = check_source(text, self.filename, self.settings)
@@ -73,6 +81,33 @@ class RetrylintChecker:
                 continue
             yield (finding.location.line, max(finding.location.column - 1, 0),
                    f"{finding.code} {finding.message}", type(self))
+
+
+def _is_rty(code: str) -> bool:
+    return code.startswith("RTY") and code[3:].isdigit()
+
+
+def _leave_rty_noqa_to_the_engine() -> None:
+    """flake8 decides inline ``# noqa`` in its main process (``Violation.is_inline_ignored``), by
+    prefix and with ``# noqa: RTY`` as a blanket: for RTY codes the engine has already applied
+    retrylint's own reading (exact codes; an invalid directive silences nothing), so flake8's is
+    skipped for them, and ``# noqa: RTY20`` gives the same result under both front-ends. Every
+    other plugin's codes keep flake8's behaviour."""
+    try:
+        from flake8.violation import Violation
+    except ImportError:  # pragma: no cover - another flake8 layout: flake8's noqa applies
+        return
+    original = Violation.is_inline_ignored
+    if getattr(original, "_retrylint", False):
+        return
+
+    def is_inline_ignored(self: Any, disable_noqa: bool) -> bool:
+        if _is_rty(getattr(self, "code", "")):
+            return False
+        return original(self, disable_noqa)
+
+    is_inline_ignored._retrylint = True  # type: ignore[attr-defined]
+    Violation.is_inline_ignored = is_inline_ignored  # type: ignore[method-assign]
 
 
 @lru_cache(maxsize=None)

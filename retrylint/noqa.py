@@ -1,5 +1,9 @@
 """``# noqa`` comments: on a line (``# noqa``, ``# noqa: RTY202, RTY203``) and per file
-(``# retrylint: noqa``, ``# retrylint: noqa: RTY202``, also ``# ruff: noqa``-style placement)."""
+(``# retrylint: noqa``, ``# retrylint: noqa: RTY202``, also ``# ruff: noqa``-style placement).
+
+As in ruff, a directive with a colon must name codes: ``# noqa: RTY``, ``# noqa: fixed-delay-retry``
+or ``# retrylint: noqa: immediate-retry`` suppress nothing (:mod:`retrylint.noqa_codes` warns
+about them), and a code matches only itself (``# noqa: RTY20`` does not silence RTY202)."""
 
 from __future__ import annotations
 
@@ -9,12 +13,35 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Optional
 
-_LINE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,?\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-_FILE = re.compile(
-    r"#\s*retrylint\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,?\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE
-)
+_CODES = r"[A-Z]+[0-9]+(?:\s*,?\s*[A-Z]+[0-9]+)*"
+#: ``# noqa``, ``# noqa: RTY202, RTY203``. A colon followed by no code (``# noqa: RTY``,
+#: ``# noqa: fixed-delay-retry``) matches with ``colon`` set and ``codes`` None: an *invalid*
+#: directive, which suppresses nothing (as in ruff), never a blanket noqa.
+_LINE = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>" + _CODES + r")?)?", re.IGNORECASE)
+_FILE = re.compile(r"#\s*retrylint\s*:\s*noqa(?P<colon>\s*:\s*(?P<codes>" + _CODES + r")?)?", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 _ANY = re.compile("noqa", re.IGNORECASE)
+
+
+def invalid(match: "re.Match[str]") -> bool:
+    """A directive with a colon and no code after it: it suppresses nothing."""
+    return match.group("colon") is not None and match.group("codes") is None
+
+
+def line_directive(comment: str) -> "Optional[re.Match[str]]":
+    """The comment's ``# noqa`` directive: the first valid one (ruff's ``--add-noqa`` appends
+    ``# noqa: CODE`` after an invalid one), else the invalid one, else None."""
+    first = None
+    for match in _LINE.finditer(comment):
+        if not invalid(match):
+            return match
+        first = first or match
+    return first
+
+
+def file_directive(comment: str) -> "Optional[re.Match[str]]":
+    return _FILE.search(comment)
+
 
 #: ``None`` in a set position means "every code".
 ALL = None
@@ -72,13 +99,14 @@ def parse_suppressions(source: str) -> Suppressions:
         if token.type != tokenize.COMMENT:
             continue
         text = token.string
-        file_match = _FILE.search(text)
+        file_match = file_directive(text)
         if file_match:
-            codes = _codes(file_match.group("codes"))
-            file_codes = None if codes is None or file_codes is None else file_codes | codes
+            if not invalid(file_match):  # ``# retrylint: noqa: fixed-delay-retry`` silences nothing
+                codes = _codes(file_match.group("codes"))
+                file_codes = None if codes is None or file_codes is None else file_codes | codes
             continue
-        match = _LINE.search(text)
-        if match:
+        match = line_directive(text)
+        if match and not invalid(match):
             result.lines[token.start[0]] = _codes(match.group("codes"))
     result.file = file_codes
     return result

@@ -75,3 +75,95 @@ def test_the_fix_still_applies_when_random_is_only_the_module():
     out = fixed(source)
     assert "time.sleep(random.uniform(0, delay))" in out
     ast.parse(out)
+
+
+# -- report item 4: noqa directives that name no code suppress nothing, and say so ------------
+
+FIXED_FOREVER = """\
+import time
+
+
+def fetch(call):
+    while True:
+        try:
+            return call()
+        except ConnectionError:
+            time.sleep(5)
+"""
+
+
+def found(out: str):
+    import re
+
+    return re.findall(r":\d+:\d+: (RTY\d{3}) ", out)
+
+
+@pytest.mark.parametrize("directive, hint", [
+    ("# noqa: RTY", "`RTY` is a prefix, not a code"),
+    ("# noqa: rty", "`rty` is a prefix, not a code"),
+    ("# noqa: fixed-delay-retry", "`fixed-delay-retry` is the name of RTY202"),
+    ("# noqa: immediate-retry", "`immediate-retry` is the name of RTY201"),
+    ("# noqa:", ""),
+])
+def test_a_noqa_naming_no_code_is_invalid_warned_about_and_suppresses_nothing(project, run, directive, hint):
+    project.write("app.py", FIXED_FOREVER.replace("time.sleep(5)", f"time.sleep(5)  {directive}"))
+    code, out, err = run("check", "--no-cache", "app.py")
+    assert found(out) == ["RTY101", "RTY202"] and code == 1
+    assert f"retrylint: warning: app.py:9: invalid noqa directive `{directive}`: expected rule codes" in err
+    assert "it suppresses nothing" in err and hint in err
+
+
+@pytest.mark.parametrize("directive", ["# retrylint: noqa: immediate-retry", "# retrylint: noqa: RTY",
+                                       "# retrylint: noqa: fixed-delay-retry"])
+def test_a_file_level_noqa_naming_no_code_suppresses_nothing(project, run, directive):
+    project.write("app.py", directive + "\n" + FIXED_FOREVER)
+    code, out, err = run("check", "--no-cache", "app.py")
+    assert found(out) == ["RTY101", "RTY202"] and code == 1
+    assert f"retrylint: warning: app.py:1: invalid `# retrylint: noqa` directive `{directive}`" in err
+
+
+def test_valid_directives_still_suppress(project, run):
+    for directive in ("# noqa", "# noqa: RTY202", "# NOQA: rty202", "# noqa: E501,RTY202", "# noqa : RTY202",
+                      "# noqa: fixed-delay-retry  # noqa: RTY202"):
+        project.write("app.py", FIXED_FOREVER.replace("time.sleep(5)", f"time.sleep(5)  {directive}"))
+        code, out, err = run("check", "--no-cache", "app.py")
+        assert found(out) == ["RTY101"], directive
+        assert "invalid" not in err, directive
+    project.write("app.py", "# retrylint: noqa: RTY101, RTY202\n" + FIXED_FOREVER)
+    assert run("check", "--no-cache", "app.py")[0] == 0
+
+
+def test_add_noqa_after_an_invalid_directive_adds_a_valid_one(project, run):
+    path = project.write("app.py", FIXED_FOREVER.replace("time.sleep(5)", "time.sleep(5)  # noqa: fixed-delay-retry"))
+    run("check", "--no-cache", "--add-noqa", "app.py")
+    assert "time.sleep(5)  # noqa: fixed-delay-retry  # noqa: RTY202\n" in path.read_text()
+    code, out, err = run("check", "--no-cache", "app.py")
+    assert code == 0, out
+
+
+def _flake8(cwd, *args):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--format=%(path)s:%(row)d:%(code)s",
+                           "--select", "RTY", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return done.stdout.splitlines(), done.stderr
+
+
+@pytest.mark.parametrize("directive", ["# noqa: RTY20", "# noqa: RTY", "# noqa: fixed-delay-retry"])
+def test_the_flake8_plugin_reads_noqa_as_retrylint_check_does(project, run, directive):
+    pytest.importorskip("flake8")
+    project.write("app.py", FIXED_FOREVER.replace("time.sleep(5)", f"time.sleep(5)  {directive}"))
+    lines, err = _flake8(project.root, "app.py")
+    assert lines == ["app.py:5:RTY101", "app.py:9:RTY202"]
+    assert "retrylint: warning: app.py:9:" in err
+    code, out, _ = run("check", "--no-cache", "app.py")
+    assert found(out) == ["RTY101", "RTY202"]
+
+
+def test_the_flake8_plugin_still_honours_exact_codes_and_flake8s_own_file_noqa(project):
+    pytest.importorskip("flake8")
+    project.write("app.py", FIXED_FOREVER.replace("time.sleep(5)", "time.sleep(5)  # noqa: RTY202"))
+    assert _flake8(project.root, "app.py")[0] == ["app.py:5:RTY101"]
+    project.write("app.py", "# flake8: noqa\n" + FIXED_FOREVER)
+    assert _flake8(project.root, "app.py")[0] == []
