@@ -27,13 +27,16 @@ Retrying(...)``), in :attr:`~retrylint.model.RetryPolicy.inner`.
 
 from __future__ import annotations
 
+import ast
+import weakref
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from ..model import TASK_QUEUE_SOURCES, CatchKind, RetryLayer, RetryPolicy
-from ..narrowing import Trigger, Words
+from ..narrowing import Source, Trigger, Words
+from ..narrowing import last_name as narrowing_last_name
 from ..syntax import DEFERRED, call_args, dotted_name, unwrap_await, walk
 from .context import ModuleContext
 from .libraries.common import decorated, resolve
@@ -72,7 +75,48 @@ _BUILDERS = ("Session", "session", "mount", "client", "create_client", "resource
 
 #: Narrowing keeps the definitions that build sessions and clients (``__init__``): they say
 #: which calls retry on their own, but never make a file worth parsing by themselves.
-CONTEXT = Trigger(text=Words(*_BUILDERS), calls=frozenset(_BUILDERS), context=True)
+_BUILT_ATTRIBUTES: "weakref.WeakKeyDictionary[Source, FrozenSet[str]]" = weakref.WeakKeyDictionary()
+
+
+def _self_attributes(targets: Sequence[ast.expr]) -> Iterator[str]:
+    for target in targets:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            yield from _self_attributes(target.elts)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"):
+            yield target.attr
+
+
+def _targets(statement: ast.stmt) -> List[ast.expr]:
+    if isinstance(statement, ast.Assign):
+        return list(statement.targets)
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        return [statement.target]
+    return []
+
+
+def _built_attributes(source: Source) -> FrozenSet[str]:
+    """``self.X`` attributes the file sets to a session or client it builds (``self.session = requests.Session()``)."""
+    found = _BUILT_ATTRIBUTES.get(source)
+    if found is None:
+        names = set()
+        for statement in source.statements:
+            value = getattr(statement, "value", None)
+            if isinstance(value, ast.Call) and narrowing_last_name(value.func) in _BUILDERS:
+                names.update(_self_attributes(_targets(statement)))
+        found = _BUILT_ATTRIBUTES[source] = frozenset(names)
+    return found
+
+
+def _sets_a_built_attribute(statement: ast.stmt, source: Source) -> bool:
+    """``self.session = session`` in another method: RTY501 must see every value the attribute takes."""
+    built = _built_attributes(source)
+    return bool(built) and any(name in built for name in _self_attributes(_targets(statement)))
+
+
+#: ... and every other assignment of such an attribute (``def use(self, session): self.session =
+#: session``): the object is known only when every value it takes is.
+CONTEXT = Trigger(text=Words(*_BUILDERS), calls=frozenset(_BUILDERS), statements=(ast.Assign, ast.AnnAssign, ast.AugAssign),
+                  confirm=_sets_a_built_attribute, context=True)
 
 
 @dataclass(frozen=True)
@@ -214,7 +258,10 @@ class Layers:
         if not mounts:
             return None
         carried: List[Carried] = []
+        built = self._binding_ancestors(receiver)
         for mount in mounts:
+            if built is None or self._conditional(mount, built):
+                return None  # ``if USE_RETRIES: session.mount(...)``: maybe not mounted (precision first)
             positional, keywords = call_args(mount)
             adapter = keywords.get("adapter") or (positional[1] if len(positional) > 1 else None)
             resolved = resolve(adapter, self.ctx) if adapter is not None else None
@@ -231,6 +278,37 @@ class Layers:
             carried.append(Carried(policy, f"`{name}` is mounted with a retrying `HTTPAdapter` (line {line})",
                                    _FAMILIES["requests"]))
         return _fewest(carried)
+
+    def _binding_ancestors(self, receiver: cst.BaseExpression) -> Optional[Set[int]]:
+        """The nodes around every statement that builds the receiver (ids), for :meth:`_conditional`."""
+        ctx = self.ctx
+        nodes: List[cst.CSTNode] = []
+        if isinstance(receiver, cst.Name):
+            nodes = [b.node for b in ctx.bindings(receiver)]
+            if not nodes:
+                return {id(ctx.module)}  # a module-level name seen from elsewhere
+        elif isinstance(receiver, cst.Attribute):
+            owner = self._class_of(receiver)
+            if owner is None:
+                return None
+            nodes = _attribute_assignments(owner, receiver.attr.value)
+        if not nodes:
+            return None
+        out: Set[int] = set()
+        for node in nodes:
+            out.add(id(node))
+            out.update(id(a) for a in ctx.ancestors(node))
+        return out
+
+    def _conditional(self, mount: cst.Call, built: Set[int]) -> bool:
+        """Is the mount under a branch that the receiver's construction is not under (an ``if``,
+        an ``else``, an ``except``, a ``while``, a conditional expression, a ``match`` case)?"""
+        for ancestor in self.ctx.ancestors(mount):
+            if id(ancestor) in built:
+                return False
+            if isinstance(ancestor, _BRANCHES):
+                return True
+        return False
 
     def _mounts_on(self, receiver: cst.BaseExpression) -> List[cst.Call]:
         key = self._key(receiver)
@@ -318,6 +396,26 @@ def _reraises(decorator: cst.BaseExpression) -> bool:
     _, keywords = call_args(decorator)
     value = keywords.get("reraise")
     return isinstance(value, cst.Name) and value.value == "True"
+
+
+#: Statements and expressions whose body may not run.
+_BRANCHES = (cst.If, cst.Else, cst.While, cst.ExceptHandler, cst.ExceptStarHandler, cst.IfExp, cst.Match,
+             cst.BooleanOperation)
+
+
+def _attribute_assignments(owner: cst.ClassDef, attr: str) -> List[cst.CSTNode]:
+    """The statements of the class that assign ``self.<attr>``."""
+    out: List[cst.CSTNode] = []
+    for node in walk(owner, skip=(cst.ClassDef,)):
+        targets: List[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            targets = [node.target]
+        if any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value in ("self", "cls")
+               and t.attr.value == attr for t in targets):
+            out.append(node)
+    return out
 
 
 def _attribute_values(owner: cst.ClassDef, attr: str) -> Optional[List[cst.BaseExpression]]:

@@ -100,8 +100,11 @@ class RetryAmplification(Rule):
       applied first: every outer attempt runs all of its attempts).
 
     Both layers must be known: the object is followed through a name bound once, a
-    `self.` attribute that the class only ever sets to such an object, or a module-level
-    name, and both attempt limits must be numbers (a layer bounded only by a deadline, such
+    `self.` attribute that the class only ever sets to such an object (a method that sets
+    it to something else, `def use(self, session): self.session = session`, makes it
+    unknown), or a module-level name; a session's adapters count only when they are mounted
+    wherever the session is built (`if USE_RETRIES: session.mount(...)` is not known); and
+    both attempt limits must be numbers (a layer bounded only by a deadline, such
     as google-api-core's `Retry(timeout=120)`, counts the attempts that fit in it at the
     expected waits, shown with `~`). The outer retry must catch what the inner one raises
     when it gives up: a tenacity decorator without `reraise=True` raises `RetryError`,
@@ -142,6 +145,40 @@ class RetryAmplification(Rule):
     summary = "A retry around an operation that retries on its own"
 
     VALID = [
+        Valid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+
+            class Client:
+                def __init__(self):
+                    self.session = requests.Session()
+                    self.session.mount("https://", HTTPAdapter(max_retries=3))
+
+                def use(self, session):
+                    self.session = session
+
+                @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+                def get(self, url):
+                    return self.session.get(url, timeout=3)
+            """,
+            "`use` may replace the mounted session with any session: the inner layer is not known",
+        ),
+        Valid(
+            """
+            import requests, tenacity
+            from requests.adapters import HTTPAdapter
+
+            session = requests.Session()
+            if USE_RETRIES:
+                session.mount("https://", HTTPAdapter(max_retries=3))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+            def get(url):
+                return session.get(url, timeout=3)
+            """,
+            "the adapter is mounted only when a flag read at run time says so: not known",
+        ),
         Valid(
             """
             import requests, tenacity

@@ -564,3 +564,116 @@ def test_botocore_attempts_in_each_mode_match_the_real_client(retries, inner, fa
     with pytest.raises(ClientError):
         store.get("k")
     assert len(handler.calls) == _product(message) == 2 * inner
+
+
+# ---------------------------------------------------------------- issue 13 audit, item 7: objects not known
+
+
+REASSIGNED = textwrap.dedent(
+    """
+    import requests
+    import tenacity
+    from requests.adapters import HTTPAdapter
+
+
+    class Client:
+        def __init__(self):
+            self.session = requests.Session()
+            self.session.mount("https://", HTTPAdapter(max_retries=3))
+    {other}
+        @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+        def get(self, url):
+            return self.session.get(url, timeout=3)
+    """
+)
+
+
+def _both(source: str):
+    """RTY501 findings with and without narrowing (they must agree)."""
+    out = []
+    for narrowing in (True, False):
+        report = check_source(source, "amp.py", settings_with(("RTY501",)), narrowing=narrowing)
+        assert report.error is None, report.error
+        out.append([f.location.line for f in report.findings if f.code == "RTY501"])
+    assert out[0] == out[1], out
+    return out[0]
+
+
+@pytest.mark.parametrize("other", [
+    "\n    def use(self, session):\n        self.session = session\n",
+    "\n    def use(self, session: requests.Session):\n        self.session: requests.Session = session\n",
+    "\n    def swap(self, pair):\n        self.session, self.other = pair\n",
+])
+def test_a_session_attribute_set_elsewhere_in_the_class_is_not_known(other):
+    assert _both(REASSIGNED.replace("{other}", other)) == []
+
+
+def test_a_session_attribute_set_only_to_the_mounted_session_still_fires():
+    assert _both(REASSIGNED.replace("{other}", "\n    def close(self):\n        self.session.close()\n")) == [15]
+    # set again to another retrying session: both values retry
+    again = "\n    def reset(self):\n        self.session = requests.Session()\n        self.session.mount(\"https://\", HTTPAdapter(max_retries=2))\n"
+    assert _both(REASSIGNED.replace("{other}", again)) == [16]
+
+
+MOUNTED_UNDER = textwrap.dedent(
+    """
+    import requests
+    import tenacity
+    from requests.adapters import HTTPAdapter
+
+    USE_RETRIES = load_flag()
+    session = requests.Session()
+    {mount}
+
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+    def get(url):
+        return session.get(url, timeout=3)
+    """
+)
+
+
+@pytest.mark.parametrize("mount", [
+    'if USE_RETRIES:\n    session.mount("https://", HTTPAdapter(max_retries=3))',
+    'if not USE_RETRIES:\n    pass\nelse:\n    session.mount("https://", HTTPAdapter(max_retries=3))',
+    'try:\n    pass\nexcept ImportError:\n    session.mount("https://", HTTPAdapter(max_retries=3))',
+    'USE_RETRIES and session.mount("https://", HTTPAdapter(max_retries=3))',
+])
+def test_a_mount_under_a_runtime_condition_is_not_known(mount):
+    assert _both(MOUNTED_UNDER.replace("{mount}", mount)) == []
+
+
+@pytest.mark.parametrize("mount", [
+    'session.mount("https://", HTTPAdapter(max_retries=3))',
+    'for prefix in ("http://", "https://"):\n    session.mount(prefix, HTTPAdapter(max_retries=3))',
+    'with open("/dev/null"):\n    session.mount("https://", HTTPAdapter(max_retries=3))',
+])
+def test_an_unconditional_mount_still_fires(mount):
+    assert len(_both(MOUNTED_UNDER.replace("{mount}", mount))) == 1
+
+
+def test_a_session_built_and_mounted_under_the_same_condition_is_known():
+    source = textwrap.dedent(
+        """
+        import requests
+        import tenacity
+        from requests.adapters import HTTPAdapter
+
+
+        class Client:
+            def __init__(self, retries=True):
+                if retries:
+                    self.session = requests.Session()
+                    self.session.mount("https://", HTTPAdapter(max_retries=3))
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(requests.RequestException))
+            def get(self, url):
+                return self.session.get(url, timeout=3)
+        """
+    )
+    assert _both(source) == [13]
+    # ... but not when only the mount is conditional
+    only_mount = source.replace("        if retries:\n            self.session = requests.Session()\n",
+                                "        self.session = requests.Session()\n        if retries:\n")
+    assert only_mount != source
+    assert _both(only_mount) == []
