@@ -689,7 +689,7 @@ def _measure_async(client: Callable[[Any], Any], clients: int, scenario: Scenari
 
 
 def dispersion_of(runs: Iterable[Any], *, limits: Optional[DispersionLimits] = None, **options: Any) -> DispersionReport:
-    """Alias of ``herd_check.of(runs)``. Measure runs you collected yourself: each a ``Trace``, a finished ``capture_trace``, a
+    """Alias of ``herd_check.measure(runs)``. Measure runs you collected yourself, without asserting (``herd_check.of(runs)`` asserts): each a ``Trace``, a finished ``capture_trace``, a
     ``FakeDownstream`` (all its calls) or a sequence of attempt times. Each run counts as one
     client; times are taken from each run's first attempt."""
     __tracebackhide__ = True
@@ -801,14 +801,24 @@ class HerdCheck:
         return assert_dispersed(report)
 
     def measure(self, client: Any, **options: Any) -> DispersionReport:
+        """Measure, without asserting: ``client`` (your code), or runs you collected yourself
+        (traces, ``capture_trace``s, downstreams, sequences of attempt times)."""
         __tracebackhide__ = True
+        if not callable(client) and isinstance(client, Iterable) and not isinstance(client, (str, bytes)):
+            return self._of(client, **options)
         report = measure_dispersion(client, **self._options(options))
         if self.on_report is not None:
             self.on_report(report)
         return report
 
     def of(self, runs: Iterable[Any], **limits: Any) -> DispersionReport:
-        """Measure runs you collected yourself (see :func:`dispersion_of`); does not assert."""
+        """The herd check of runs you collected yourself (see :func:`dispersion_of`): fails
+        (``RetryCheckFailed``) when they retry together, like ``herd_check(client)``; returns the
+        report. ``herd_check.measure(runs)`` only measures."""
+        __tracebackhide__ = True
+        return assert_dispersed(self._of(runs, **limits))
+
+    def _of(self, runs: Iterable[Any], **limits: Any) -> DispersionReport:
         __tracebackhide__ = True
         names = set(DispersionLimits.__dataclass_fields__) | {"limits"}
         merged = {k: v for k, v in self.defaults.items() if k in names}
@@ -826,8 +836,8 @@ _OPTION_NAMES = (
 )
 
 #: The herd check, the one name for it: ``herd_check(client)`` asserts, ``herd_check.measure(client)``
-#: measures, ``herd_check.of(runs)`` measures runs you collected. The ``herd_check`` fixture is the
+#: measures, ``herd_check.of(runs)`` asserts on runs you collected (``herd_check.measure(runs)`` measures them). The ``herd_check`` fixture is the
 #: same with defaults from ``@pytest.mark.herd_check(...)``. ``assert_dispersed``,
 #: ``measure_dispersion`` and ``dispersion_of`` are the earlier names, kept as aliases.
 herd_check = HerdCheck()
-ALIASES = {"assert_dispersed": "herd_check", "measure_dispersion": "herd_check.measure", "dispersion_of": "herd_check.of"}
+ALIASES = {"assert_dispersed": "herd_check", "measure_dispersion": "herd_check.measure", "dispersion_of": "herd_check.measure"}

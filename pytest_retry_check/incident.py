@@ -173,6 +173,12 @@ class IncidentReport:
         ``recovers=True``) when the retries knocked the recovered downstream over."""
         __tracebackhide__ = True
         problems = []
+        if not self.calls:
+            raise IncidentCheckFailed(
+                "incident check failed: the consumer never called the downstream (0 attempts), so there is nothing to judge: "
+                "is it wired to the downstream it is given (`def consumer(downstream)` calling `downstream()`), and did it run?\n"
+                + self.summary()
+            )
         if max_peak is not None and self.peak > max_peak:
             problems.append(f"peak {self.peak:,} connection attempts per second (at +{format_seconds(self.peak_at)}), more than max_peak={max_peak:,}")
         if recovers and self.overloaded:

@@ -501,6 +501,16 @@ class FakeQueue:
         """Fails when a message was delivered more than once, or a consumer held a message past
         its visibility timeout (another consumer could have received it meanwhile)."""
         __tracebackhide__ = True
+        if not self.sent:
+            raise RedeliveryCheckFailed(
+                f"redelivery check failed: nothing was sent to queue {self.name!r}, so there is nothing to judge: "
+                "does the producer use this queue's name?"
+            )
+        if not self.deliveries:
+            raise RedeliveryCheckFailed(
+                f"redelivery check failed: {self.sent} message(s) sent to queue {self.name!r}, none was received, so there is "
+                "nothing to judge: does the consumer read this queue, and did it run?"
+            )
         redelivered = self.redelivered()
         late = [r for r in self.late() if r.message_id not in redelivered]
         if not redelivered and not late:

@@ -385,7 +385,7 @@ def test_sub_second_real_sleeps_that_add_up_are_caught_and_the_holder_is_named(m
 
     from pytest_retry_check import FakeClock
 
-    with FakeClock():
+    with pytest.warns(realtime.CapturedClockWarning, match=r"the attribute \._nap of a .*Worker object .* is the real threading\.Event\.wait"), FakeClock():
         ds = FakeDownstream(then=503)
         with pytest.raises(RealSleepDetected) as caught:
             for attempt in range(5):
@@ -428,3 +428,38 @@ def test_a_captured_event_wait_is_reported_when_the_clock_starts(pytester):
     result = pytester.runpytest_inprocess(*FAST, "-W", "error::pytest_retry_check.CapturedClockWarning")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*the attribute ._nap of a * object (*WORKER) is the real threading.Event.wait*"])
+
+
+# -- 8: checks that would judge nothing fail and say so -----------------------------------------
+from pytest_retry_check import replay_incident  # noqa: E402
+from pytest_retry_check.incident import IncidentCheckFailed  # noqa: E402
+from pytest_retry_check.redelivery import RedeliveryCheckFailed  # noqa: E402
+
+
+def test_replaying_the_incident_with_a_consumer_that_never_calls_fails():
+    with pytest.raises(IncidentCheckFailed, match="never called the downstream"):
+        replay_incident(lambda downstream: "wired to another client", max_peak=5000, recovers=True, messages=50)
+
+
+def test_delivered_once_on_a_queue_nothing_was_sent_to_fails(fake_queue):
+    orders = fake_queue("orders")
+    fake_queue("orderz").send({"id": 42})  # the producer used the wrong queue name
+    with pytest.raises(RedeliveryCheckFailed, match="nothing was sent to queue 'orders'"):
+        orders.assert_delivered_once()
+
+
+def test_delivered_once_on_a_queue_nobody_received_from_fails(fake_queue):
+    orders = fake_queue("orders")
+    orders.send({"id": 42})
+    with pytest.raises(RedeliveryCheckFailed, match="1 message.s. sent to queue 'orders', none was received"):
+        orders.assert_delivered_once()
+
+
+def test_herd_check_of_runs_asserts_and_measure_only_measures():
+    lockstep = [(0, 1, 3, 7, 15)] * 50
+    with pytest.raises(RetryCheckFailed, match="^herd check failed"):
+        herd_check.of(lockstep)
+    report = herd_check.measure(lockstep)  # runs collected by hand, only measured
+    assert not report.passed
+    spread = [(0, 1 + i / 50, 3 + i / 25) for i in range(50)]
+    assert herd_check.of(spread).passed
