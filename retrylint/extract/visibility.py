@@ -36,12 +36,12 @@ plus one ``lock_duration``, and that is the window.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from ..model import UNKNOWN, Num, RetryPolicy, VisibilityWindow, known
-from ..schedule import format_seconds, largest_reachable_delay, schedule
+from ..schedule import delay_range, format_seconds, largest_reachable_delay, schedule
 from ..syntax import DEFERRED, call_args, dotted_name, last_name, walk
 from .brokers import RECEIVE, STREAM, Brokers
 from .context import ModuleContext
@@ -401,12 +401,20 @@ def _retry_wait_after(receive: cst.Call, function: cst.FunctionDef, ctx: ModuleC
     """The longest worst-case total wait of the retries run after ``receive`` in ``function``."""
     start = ctx.location(receive).end_line
     where = ctx.location(function)
+    messages = _message_names(receive, function, ctx)
+    releases = _releases(function, start, messages, ctx)
     candidates: List[Tuple[float, str]] = []
+    retrying: List[cst.CSTNode] = []  # the retried work: a handler timeout around it is judged with it
     for policy in policies:
         if policy.source not in ("loop", "recursion") or policy.extent is None:
             continue
         if start < policy.extent.line and policy.extent.end_line <= where.end_line and policy.extent.line >= where.line:
-            candidates.append(_bounded(_total(policy, f"the {policy.description} (line {policy.location.line})"),
+            if policy.anchor is not None:
+                retrying.append(policy.anchor)
+                if _released_before(policy.anchor, releases, ctx):
+                    continue  # deleted/acked before the retry: it can no longer be delivered again
+            candidates.append(_bounded(_total(policy, f"the {policy.description} (line {policy.location.line})",
+                                              _trailing_sleep(policy, ctx)),
                                        policy.anchor, function, ctx))
     for node in walk(function.body, skip=DEFERRED):
         if not isinstance(node, cst.Call):
@@ -415,14 +423,169 @@ def _retry_wait_after(receive: cst.Call, function: cst.FunctionDef, ctx: ModuleC
         if name in retried and ctx.location(node).line > start:
             receiver = dotted_name(node.func.value) if isinstance(node.func, cst.Attribute) else None
             if receiver in (None, "self", "cls"):
+                retrying.append(node)
+                if _released_before(node, releases, ctx):
+                    continue
                 policy = retried[name]
                 candidates.append(_bounded(_total(policy, f"`{name}()` (line {ctx.location(node).line}), retried by its "
                                                           f"{policy.description} (line {policy.location.line}),"),
                                            node, function, ctx))
+    candidates += _handler_timeouts(function, start, messages, releases, retrying, ctx)
     candidates = [c for c in candidates if c[0] >= 0]
     if not candidates:
         return None
     return max(candidates, key=lambda c: c[0])
+
+
+#: Calls that remove a received message from the queue (SQS delete, Pub/Sub ack, Service Bus
+#: complete, kombu ack): after one, the message can no longer be delivered again.
+_RELEASES = frozenset({"delete_message", "delete_message_batch", "acknowledge", "ack", "complete_message"})
+#: Nodes whose inside may not run (a release there does not cover what follows it).
+_BRANCHES = (cst.If, cst.Else, cst.While, cst.ExceptHandler, cst.ExceptStarHandler, cst.IfExp, cst.Match,
+             cst.BooleanOperation, cst.Lambda, cst.For, cst.SimpleStatementSuite)
+
+
+def _message_names(receive: cst.Call, function: cst.FunctionDef, ctx: ModuleContext) -> Set[str]:
+    """Names the function binds to what ``receive`` returned, or to what is read from it
+    (``resp``, ``for m in resp.get("Messages", [])``, ``body = json.loads(m["Body"])``)."""
+    names: Set[str] = set()
+
+    def mentions(expr: Optional[cst.CSTNode]) -> bool:
+        if expr is None:
+            return False
+        for node in walk(expr, skip=DEFERRED):
+            if node is receive or isinstance(node, cst.Name) and node.value in names:
+                return True
+        return False
+
+    def bound(target: cst.BaseExpression) -> Set[str]:
+        out = set()
+        for node in walk(target):
+            if isinstance(node, cst.Name):
+                out.add(node.value)
+        return out
+
+    for _ in range(4):
+        before = len(names)
+        for node in walk(function.body, skip=DEFERRED):
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and mentions(node.value):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, (cst.Name, cst.Tuple, cst.List)):
+                        names |= bound(target)
+            elif isinstance(node, cst.For) and mentions(node.iter):
+                names |= bound(node.target)
+            elif isinstance(node, cst.With):
+                for item in node.items:
+                    if item.asname is not None and mentions(item.item):
+                        names |= bound(item.asname.name)
+        if len(names) == before:
+            break
+    return names
+
+
+def _releases(function: cst.FunctionDef, start: int, messages: Set[str], ctx: ModuleContext) -> List[cst.Call]:
+    """The calls after the receive that delete or ack a message: ``sqs.delete_message(...)``,
+    ``subscriber.acknowledge(...)``, ``receiver.complete_message(msg)``, ``message.delete()``."""
+    out = []
+    for node in walk(function.body, skip=DEFERRED):
+        if not isinstance(node, cst.Call) or ctx.location(node).line <= start:
+            continue
+        name = last_name(node.func)
+        receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if name in _RELEASES or (name in ("delete", "complete") and isinstance(receiver, cst.Name)
+                                 and receiver.value in messages and not node.args):
+            out.append(node)
+    return out
+
+
+def _released_before(work: cst.CSTNode, releases: Sequence[cst.Call], ctx: ModuleContext) -> bool:
+    """A release that always runs before ``work`` (earlier, in a block that holds it, not under a branch)."""
+    begins = ctx.location(work)
+    for release in releases:
+        ends = ctx.location(release)
+        if (ends.end_line, ends.end_column) > (begins.line, begins.column):
+            continue
+        for ancestor in ctx.ancestors(release):
+            if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                if ctx.is_inside(work, ancestor):
+                    return True
+                break
+            if isinstance(ancestor, _BRANCHES):
+                break
+    return False
+
+
+def _handler_timeouts(function: cst.FunctionDef, start: int, messages: Set[str], releases: Sequence[cst.Call],
+                      retrying: Sequence[cst.CSTNode], ctx: ModuleContext) -> List[Tuple[float, str]]:
+    """Handler timeouts after the receive around work on the message (``asyncio.wait_for(handle(m),
+    timeout=120)``, ``async with asyncio.timeout(120):``): the consumer may hold the message that
+    long. Timeouts around retried work are judged with the retry (:func:`_bounded`)."""
+    out: List[Tuple[float, str]] = []
+    for node in walk(function.body, skip=DEFERRED):
+        limit: Num = None
+        work: Optional[cst.CSTNode] = None
+        shown = ""
+        if isinstance(node, cst.Call) and last_name(node.func) == "wait_for" and ctx.location(node).line > start:
+            positional, keywords = call_args(node)
+            given = keywords.get("timeout") or (positional[1] if len(positional) > 1 else None)
+            limit = _number(given, ctx)
+            work = keywords.get("fut") or keywords.get("aw") or (positional[0] if positional else None)
+            shown = f"`{ctx.code(node.func)}(..., timeout={ctx.code(given) if given is not None else '?'})`"
+        elif isinstance(node, cst.With) and ctx.location(node).line > start:
+            for item in node.items:
+                call = item.item
+                if isinstance(call, cst.Call) and last_name(call.func) in _TIMEOUT_CONTEXTS:
+                    positional, keywords = call_args(call)
+                    limit = _number(keywords.get("delay") or keywords.get("seconds") or keywords.get("timeout")
+                                    or (positional[0] if positional else None), ctx)
+                    work = node.body
+                    shown = f"`{ctx.code(call)}`"
+                    break
+        if work is None or not known(limit) or float(limit) <= 0:  # type: ignore[arg-type]
+            continue
+        if not any(isinstance(n, cst.Name) and n.value in messages for n in walk(work, skip=DEFERRED)):
+            continue  # not the message's work (a long poll, a lock, another queue)
+        if any(ctx.is_inside(r, work) or r is work for r in retrying):
+            continue
+        if _released_before(node, releases, ctx):
+            continue
+        out.append((float(limit), f"the handler timeout {shown} (line {ctx.location(node).line}) "  # type: ignore[arg-type]
+                                  f"lets the handler hold the message for up to {format_seconds(limit)}"))
+    return out
+
+
+def _trailing_sleep(policy: RetryPolicy, ctx: ModuleContext) -> float:
+    """The sleep a ``for attempt in range(n)`` retry also takes after its last failure: the wait
+    sits unconditionally in the ``except`` block, so the n-th failure sleeps too before the loop
+    ends (``except ConnectionError: time.sleep(min(20, 2 ** attempt))`` waits 1 … 16 s and then 20 s
+    more). 0 when that is not certain."""
+    anchor = policy.anchor
+    if not isinstance(anchor, cst.For) or policy.delay_location is None or not known(policy.bound.attempts):
+        return 0.0
+    if not (isinstance(anchor.iter, cst.Call) and dotted_name(anchor.iter.func) == "range"):
+        return 0.0
+    sleep = next((n for n in walk(anchor.body, skip=DEFERRED)
+                  if isinstance(n, cst.Call) and ctx.location(n) == policy.delay_location), None)
+    if sleep is None:
+        return 0.0
+    chain = list(ctx.ancestors(sleep))
+    line = next((a for a in chain if isinstance(a, cst.SimpleStatementLine)), None)
+    handler = next((a for a in chain if isinstance(a, (cst.ExceptHandler, cst.For))), None)
+    if line is None or not isinstance(handler, cst.ExceptHandler) or not isinstance(handler.body, cst.IndentedBlock):
+        return 0.0
+    if not any(s is line for s in handler.body.body):
+        return 0.0  # under an ``if`` in the handler: maybe not after the last failure
+    attempt = next((a for a in chain if isinstance(a, cst.Try)), None)
+    if attempt is None or not isinstance(anchor.body, cst.IndentedBlock) or not any(s is attempt for s in anchor.body.body):
+        return 0.0
+    for statement in handler.body.body:
+        if statement is line:
+            break
+        if any(isinstance(n, (cst.Raise, cst.Return, cst.Break, cst.Continue)) for n in walk(statement, skip=DEFERRED)):
+            return 0.0  # an earlier exit may skip the last sleep
+    last = delay_range(policy.delay, int(policy.bound.attempts))  # type: ignore[arg-type]
+    return float(last.high) if known(last.high) else 0.0  # type: ignore[arg-type]
 
 
 #: Calls that bound the time of what runs inside them (the handler timeout of the doctrine).
@@ -458,10 +621,14 @@ def _bounded(held: Tuple[float, str], node: Optional[cst.CSTNode], function: cst
     return held
 
 
-def _total(policy: RetryPolicy, text: str) -> Tuple[float, str]:
+def _total(policy: RetryPolicy, text: str, trailing: float = 0.0) -> Tuple[float, str]:
     total = schedule(policy).total_worst
     if not known(total):
         return -1.0, ""
+    if trailing > 0:
+        total = float(total) + trailing  # type: ignore[arg-type]
+        return total, (f"{text} can wait {format_seconds(total)} in all (with the {format_seconds(trailing)} it also "
+                       f"sleeps after its last failure)")
     return float(total), f"{text} can wait {format_seconds(total)} in all"  # type: ignore[arg-type]
 
 

@@ -30,7 +30,12 @@ class HandlerOutlivesVisibilityTimeout(Rule):
       `Attributes={"VisibilityTimeout": ...}`), a Pub/Sub `pull` from a subscription created
       with `ack_deadline_seconds`, a Service Bus receiver on a queue created with
       `lock_duration`: a retry after the receive whose worst-case total wait (its whole
-      schedule, as `retrylint explain` prints it) reaches the window.
+      schedule, as `retrylint explain` prints it, plus the sleep a `for attempt in range(n)`
+      loop also takes after its last failure) reaches the window, or a handler timeout
+      around the message's work (`asyncio.wait_for(handle(m), timeout=120)`,
+      `asyncio.timeout(120)`) that is longer than the window. A message deleted or acked
+      before the retrying work (`delete_message`, `message.delete()`, `acknowledge`,
+      `complete_message`, on every path) can no longer be delivered again: not reported.
 
     Both numbers must be in the module. A heartbeat anywhere in it
     (`change_message_visibility`, `modify_ack_deadline`, `renew_message_lock`,
@@ -273,8 +278,76 @@ class HandlerOutlivesVisibilityTimeout(Rule):
             """,
             "a 45 s handler timeout cuts the 71 s retry under the 60 s visibility timeout (the doctrine's numbers)",
         ),
+        Valid(
+            """
+            import json
+            import boto3, tenacity
+
+            sqs = boto3.client("sqs")
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(7), wait=tenacity.wait_exponential(multiplier=1, max=20))
+            def charge(order): ...
+
+            def consume(queue_url):
+                while True:
+                    resp = sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=30)
+                    for message in resp.get("Messages", []):
+                        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+                        charge(json.loads(message["Body"]))
+            """,
+            "the message is deleted before the 51 s retry: it can no longer be delivered again (at-most-once)",
+        ),
+        Valid(
+            """
+            import asyncio
+
+            async def consume(sqs, queue_url):
+                while True:
+                    resp = await sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=60)
+                    for message in resp.get("Messages", []):
+                        await asyncio.wait_for(handle(message["Body"]), timeout=45)
+                        await sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            """,
+            "the handler's 45 s timeout is shorter than the 60 s window",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import asyncio
+
+            async def consume(sqs, queue_url):
+                while True:
+                    resp = await sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=30)
+                    for message in resp.get("Messages", []):
+                        await asyncio.wait_for(handle(message["Body"]), timeout=120)
+                        await sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            """,
+            line=6,
+            message="the handler timeout `asyncio.wait_for(..., timeout=120)` (line 8) lets the handler hold the message for up to 2 min",
+        ),
+        Invalid(
+            """
+            import json, time
+            import boto3
+
+            sqs = boto3.client("sqs")
+
+            def worker(queue_url):
+                while True:
+                    resp = sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=40)
+                    for message in resp.get("Messages", []):
+                        for attempt in range(6):
+                            try:
+                                post_order(json.loads(message["Body"]))
+                                break
+                            except ConnectionError:
+                                time.sleep(min(20, 2 ** attempt))
+                        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            """,
+            line=9,
+            message="can wait 51 s in all (with the 20 s it also sleeps after its last failure)",
+        ),
         Invalid(
             """
             import json

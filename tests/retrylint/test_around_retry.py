@@ -505,9 +505,11 @@ def test_a_service_bus_renewer_with_a_known_limit_extends_the_lock_by_that_much_
                 receiver.complete_message(message)
     """
     found = findings(code.replace("{renewal}", "max_lock_renewal_duration=60").replace("{attempts}", "8"))
-    assert [line for _, line, _ in found] == [12]  # 127 s of waits against 30 s + 60 s of renewal
+    assert [line for _, line, _ in found] == [12]  # 255 s of waits (1 … 128 s) against 30 s + 60 s of renewal
     assert "renewed for `max_lock_renewal_duration` = 1 min (line 11): 1.5 min in all" in found[0][2]
-    assert not findings(code.replace("{renewal}", "max_lock_renewal_duration=60").replace("{attempts}", "7"))  # 63 s
+    # range(7) sleeps after its 7th failure too: 1 + 2 + … + 64 = 127 s; range(6): 63 s
+    assert [line for _, line, _ in findings(code.replace("{renewal}", "max_lock_renewal_duration=60").replace("{attempts}", "7"))] == [12]
+    assert not findings(code.replace("{renewal}", "max_lock_renewal_duration=60").replace("{attempts}", "6"))  # 63 s
     assert not findings(code.replace("{renewal}", "").replace("{attempts}", "8"))  # its default renews for 300 s
     assert not findings(code.replace("{renewal}", "max_lock_renewal_duration=600").replace("{attempts}", "8"))
 
@@ -598,3 +600,166 @@ def test_a_key_visibly_in_the_request_body_or_added_to_it_counts(body):
 def test_a_body_without_a_stable_key_still_fires(body):
     found = findings(KEYED_BODY.replace("{body}", body))
     assert [c for c, _, _ in found] == ["RTY503"], body
+
+
+# ---------------------------------------------------------------- RTY502: issue 13 audit, items 5 and 8
+
+DELETE_ORDER = """
+import json
+import boto3
+import tenacity
+
+sqs = boto3.client("sqs")
+
+
+@tenacity.retry(stop=tenacity.stop_after_attempt(7), wait=tenacity.wait_exponential(multiplier=1, max=20))
+def charge(order):
+    return post_order(order)
+
+
+def consume(url):
+    while True:
+        resp = sqs.receive_message(QueueUrl=url, VisibilityTimeout=30)
+        for m in resp.get("Messages", []):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body", [
+    '            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])\n            charge(json.loads(m["Body"]))',
+    '            sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": "1", "ReceiptHandle": m["ReceiptHandle"]}])\n'
+    '            order = json.loads(m["Body"])\n            charge(order)',
+])
+def test_a_message_deleted_before_the_retrying_work_cannot_be_delivered_again(body):
+    assert findings(DELETE_ORDER.replace("{body}", body)) == []
+
+
+@pytest.mark.parametrize("body", [
+    # deleted after the work: the usual consumer, reported
+    '            charge(json.loads(m["Body"]))\n            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])',
+    # deleted first only when it is malformed: the others are still held
+    '            if not m.get("Body"):\n                sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])\n'
+    '                continue\n            charge(json.loads(m["Body"]))',
+    '            if not m.get("Body"): sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])\n'
+    '            charge(json.loads(m["Body"]))',
+])
+def test_a_delete_that_does_not_always_come_first_still_fires(body):
+    found = findings(DELETE_ORDER.replace("{body}", body))
+    assert [c for c, _, _ in found] == ["RTY502"]
+    assert "can wait 51 s in all" in found[0][2]
+
+
+def test_a_boto3_resource_message_deleted_first_is_silent():
+    resource = """
+    import backoff, boto3
+
+    queue = boto3.resource("sqs").Queue("https://sqs/orders")
+
+    @backoff.on_exception(backoff.expo, ConnectionError, max_tries=8, max_value=30)
+    def charge(body): ...
+
+    def consume():
+        for message in queue.receive_messages(VisibilityTimeout=30):
+            message.delete()
+            charge(message.body)
+    """
+    assert findings(resource) == []
+    assert findings(resource.replace("            message.delete()\n            charge(message.body)",
+                                     "            charge(message.body)\n            message.delete()"))
+
+
+WAIT_FOR = """
+import asyncio
+import aioboto3
+
+
+async def handle(body):
+    await process(body)
+
+
+async def worker(url):
+    session = aioboto3.Session()
+    async with session.client("sqs") as sqs:
+        while True:
+            resp = await sqs.receive_message(QueueUrl=url, VisibilityTimeout=30)
+            for m in resp.get("Messages", []):
+{body}
+                await sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+"""
+
+
+def test_a_handler_timeout_longer_than_the_window_fires():
+    found = findings(WAIT_FOR.replace("{body}", '                await asyncio.wait_for(handle(m["Body"]), timeout=120)'))
+    assert [(c, line) for c, line, _ in found] == [("RTY502", 14)]
+    message = found[0][2]
+    assert ("the handler timeout `asyncio.wait_for(..., timeout=120)` (line 16) lets the handler hold the message for up to "
+            "2 min: longer than the visibility timeout of 30 s") in message
+    found = findings(WAIT_FOR.replace("{body}", '                async with asyncio.timeout(90):\n'
+                                                '                    await handle(m["Body"])'))
+    assert [c for c, _, _ in found] == ["RTY502"] and "`asyncio.timeout(90)`" in found[0][2]
+
+
+@pytest.mark.parametrize("body", [
+    '                await asyncio.wait_for(handle(m["Body"]), timeout=25)',  # shorter than the window
+    '                await asyncio.wait_for(refresh_cache(), timeout=120)',  # not the message's work
+    '                await asyncio.wait_for(handle(m["Body"]), timeout=limit())',  # not known
+])
+def test_a_handler_timeout_look_alikes_are_silent(body):
+    assert findings(WAIT_FOR.replace("{body}", body)) == []
+
+
+TRAILING = """
+import json
+import time
+import boto3
+
+sqs = boto3.client("sqs")
+
+
+def worker(url):
+    while True:
+        resp = sqs.receive_message(QueueUrl=url, VisibilityTimeout={window})
+        for m in resp.get("Messages", []):
+            for attempt in range(6):
+                try:
+                    post_order(json.loads(m["Body"]))
+                    break
+                except ConnectionError:
+{handler}
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+"""
+
+
+def _slept(handler: str) -> float:
+    """Run the retry loop of :data:`TRAILING` against an operation that always fails; the seconds it sleeps."""
+    slept: list = []
+    loop = ("for attempt in range(6):\n    try:\n        post_order(json.loads(m['Body']))\n        break\n"
+            "    except ConnectionError:\n" + textwrap.indent(textwrap.dedent(handler), "        ") + "\n")
+
+    def post_order(order):
+        raise ConnectionError
+
+    namespace = {"json": __import__("json"), "m": {"Body": "{}"}, "post_order": post_order,
+                 "time": type("T", (), {"sleep": staticmethod(slept.append)})}
+    try:
+        exec(compile(loop, "loop.py", "exec"), namespace)  # noqa: S102 - the test's own source
+    except ConnectionError:
+        pass
+    return sum(slept)
+
+
+def test_a_range_loop_that_sleeps_after_its_last_failure_counts_that_sleep():
+    handler = "                    time.sleep(min(20, 2 ** attempt))"
+    assert _slept(handler) == 51  # 1 + 2 + 4 + 8 + 16 + 20: the 6th failure sleeps too
+    found = findings(TRAILING.replace("{window}", "40").replace("{handler}", handler))
+    assert [c for c, _, _ in found] == ["RTY502"]
+    assert "can wait 51 s in all (with the 20 s it also sleeps after its last failure)" in found[0][2]
+
+
+@pytest.mark.parametrize("handler, slept", [
+    ("                    if attempt < 5:\n                        time.sleep(min(20, 2 ** attempt))", 31),
+    ("                    if attempt == 5:\n                        raise\n                    time.sleep(min(20, 2 ** attempt))", 31),
+])
+def test_a_loop_that_skips_the_last_sleep_is_counted_without_it(handler, slept):
+    assert _slept(handler) == slept
+    assert findings(TRAILING.replace("{window}", "40").replace("{handler}", handler)) == []  # 31 s < 40 s
