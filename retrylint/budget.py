@@ -55,6 +55,13 @@ def over_memory(display: str, memory_mb: int) -> Report:
                                   "(the memory budget per file: --file-memory)")
 
 
+def over_budget(notice: Optional[str]) -> bool:
+    """Whether a notice says the file was over the budget per file (time or memory): such a file
+    was never checked, so the run exits 1 as for a finding. (The other notices, a limit of the
+    parsers on valid code, are reported and exit 0.)"""
+    return bool(notice) and ("(the time budget per file: " in notice or "(the memory budget per file: " in notice)
+
+
 def _limit_memory(memory_mb: int) -> None:
     if memory_mb <= 0:
         return
@@ -81,11 +88,17 @@ def _serve(connection: "Connection", settings: Settings, memory_mb: int,
     import faulthandler
 
     faulthandler.disable()  # nor a Python dump on a duplicate of standard error (pytest, PYTHONFAULTHANDLER)
-    _limit_memory(memory_mb)
     try:
+        # Imported (libcst's native parser too, loaded by its first parse) before the memory
+        # limit: the budget is the file's, not retrylint's own code (a 20 MB budget failed to
+        # map libcst's native library, an ImportError, on a 10-line file).
         from . import engine  # noqa: F401 - imported before the first file's budget starts
+        import libcst
+
+        libcst.parse_module("pass\n")
     except Exception:  # noqa: BLE001 - the check itself reports what is broken
         pass
+    _limit_memory(memory_mb)
     while True:
         try:
             item = connection.recv()
@@ -95,7 +108,24 @@ def _serve(connection: "Connection", settings: Settings, memory_mb: int,
             return
         path, display = item
         connection.send(("start", None))  # the budget counts from here, not from the imports
-        connection.send(("done", check(path, display, settings, False)))
+        result = check(path, display, settings, False)
+        if memory_mb > 0 and _ran_out_of_memory(result):
+            result = over_memory(display, memory_mb)
+        connection.send(("done", result))
+
+
+def _ran_out_of_memory(result: object) -> bool:
+    """Whether a worker's result says an allocation failed under its memory limit: a
+    ``MemoryError`` caught on the way (reported as an internal error, or as "nested too deeply
+    for Python's parser (MemoryError)"), or a library that could not be mapped (ImportError:
+    "failed to map segment"). Such a file is over the memory budget, whatever the message said."""
+    report = getattr(result, "report", None)
+    for item in (result, report):
+        for text in (getattr(item, "notice", None), getattr(item, "error", None)):
+            if text and ("MemoryError" in text or "failed to map segment" in text
+                         or "Cannot allocate memory" in text or "cannot allocate memory" in text):
+                return True
+    return False
 
 
 #: Files sent to a worker ahead of the one it is analysing: it never waits for the next one.

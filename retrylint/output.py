@@ -30,15 +30,24 @@ def text(findings: Sequence[Finding], unsafe: bool = False) -> str:
     )
 
 
-def summary(findings: Sequence[Finding], unsafe: bool = False, fixed: int = 0) -> str:
+def summary(findings: Sequence[Finding], unsafe: bool = False, fixed: int = 0, unanalysed: int = 0,
+            failed: int = 0) -> str:
+    """ruff's summary. ``unanalysed``: files that could not be analysed (over the budget per file,
+    …), ``failed``: files that failed; a run with either never says "All checks passed!"."""
     lines = []
     if fixed:
         lines.append(f"Fixed {fixed} error{'s' if fixed != 1 else ''}.")
+    unchecked = _unchecked(unanalysed, failed)
     if not findings:
-        lines.append("All checks passed!" if not fixed else "No errors remain.")
+        if unchecked:
+            lines.append(f"No errors {'remain' if fixed else 'found'} in the files checked, but {unchecked}.")
+        else:
+            lines.append("All checks passed!" if not fixed else "No errors remain.")
         return "\n".join(lines) + "\n"
     n = len(findings)
     lines.append(f"Found {n} error{'s' if n != 1 else ''}{' remaining' if fixed else ''}.")
+    if unchecked:
+        lines.append(unchecked[0].upper() + unchecked[1:] + ".")
     safe = sum(1 for f in findings if f.fix is not None and f.fix.safety == "safe")
     hidden = sum(1 for f in findings if f.fix is not None and f.fix.safety == "unsafe")
     if safe or (unsafe and hidden):
@@ -46,6 +55,15 @@ def summary(findings: Sequence[Finding], unsafe: bool = False, fixed: int = 0) -
     if hidden and not unsafe:
         lines.append(f"({hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option.)")
     return "\n".join(lines) + "\n"
+
+
+def _unchecked(unanalysed: int, failed: int) -> str:
+    parts = []
+    if unanalysed:
+        parts.append(f"{unanalysed} file{'s' if unanalysed != 1 else ''} could not be analysed")
+    if failed:
+        parts.append(f"{failed} failed (the errors below)")
+    return " and ".join(parts)
 
 
 def _fix_json(finding: Finding):

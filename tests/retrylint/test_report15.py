@@ -167,3 +167,73 @@ def test_the_flake8_plugin_still_honours_exact_codes_and_flake8s_own_file_noqa(p
     assert _flake8(project.root, "app.py")[0] == ["app.py:5:RTY101"]
     project.write("app.py", "# flake8: noqa\n" + FIXED_FOREVER)
     assert _flake8(project.root, "app.py")[0] == []
+
+
+# -- report item 8: a file over the budget per file is never "All checks passed!" / exit 0 ------
+
+MANY_SITES = "import time\n" + "".join(f"""
+def f{i}(call):
+    while True:
+        try:
+            return call()
+        except ConnectionError:
+            time.sleep(5)
+""" for i in range(3000))
+
+LITERAL_LOOP = ("import time\nimport requests\n\n\ndef send():\n    while True:\n        try:\n"
+                "            return requests.post('https://x', json=["
+                + ", ".join(str(i) for i in range(200_000)) + "])\n"
+                "        except ConnectionError:\n            time.sleep(1)\n")
+
+
+def test_a_file_over_the_time_budget_alone_exits_1_and_is_never_all_checks_passed(project, run):
+    project.write("many.py", MANY_SITES)
+    code, out, err = run("check", "--no-cache", "--file-timeout", "2", "many.py")
+    assert code == 1
+    assert "All checks passed!" not in out
+    assert "No errors found in the files checked, but 1 file could not be analysed." in out
+    assert "retrylint: warning: many.py: could not be analysed in 2 s" in err
+    assert "1 could not be analysed" in err
+    # -q still names it (it is why the run exits 1); --exit-zero exits 0 as with findings.
+    code, out, err = run("check", "-q", "--no-cache", "--file-timeout", "2", "many.py")
+    assert code == 1 and out == ""
+    assert err == "retrylint: warning: many.py: could not be analysed in 2 s (the time budget per file: --file-timeout)\n"
+    assert run("check", "--exit-zero", "--no-cache", "--file-timeout", "2", "many.py")[0] == 0
+
+
+def test_a_file_over_the_budget_under_fix_exits_1(project, run):
+    path = project.write("many.py", MANY_SITES)
+    code, out, err = run("check", "--fix", "--no-cache", "--file-timeout", "2", "many.py")
+    assert code == 1 and "All checks passed!" not in out and "could not be analysed" in out
+    assert path.read_text() == MANY_SITES
+
+
+def test_findings_and_a_file_over_the_budget_say_both(project, run):
+    project.write("many.py", MANY_SITES)
+    project.write("app.py", FIXED_FOREVER)
+    code, out, err = run("check", "--no-cache", "--file-timeout", "2", "many.py", "app.py")
+    assert code == 1 and "Found 2 errors.\n1 file could not be analysed.\n" in out
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="the memory budget is RLIMIT_AS")
+@pytest.mark.parametrize("megabytes", ["1", "5", "20", "60"])
+def test_a_small_memory_budget_gives_the_budget_reason_never_an_import_or_memory_error(project, run, megabytes):
+    project.write("app.py", FIXED_FOREVER)
+    code, out, err = run("check", "--no-cache", "--file-memory", megabytes, "app.py")
+    # retrylint's own code and libcst are loaded before the limit: a 10-line file fits.
+    assert found(out) == ["RTY101", "RTY202"] and code == 1, err
+    assert "Error" not in err and "internal error" not in err
+    project.write("literal.py", LITERAL_LOOP)
+    code, out, err = run("check", "--no-cache", "--file-memory", megabytes, "literal.py")
+    assert err.startswith(f"retrylint: warning: literal.py: could not be analysed within {megabytes} MB of memory "
+                          "(the memory budget per file: --file-memory)\n"), err
+    assert "nested too deeply" not in err and "MemoryError" not in err and "ImportError" not in err
+    assert code == 1 and "All checks passed!" not in out
+
+
+def test_a_parser_limit_on_valid_code_is_still_a_notice_that_exits_0(project, run):
+    # Not a budget: libcst cannot read valid Python; reported, never a finding (README).
+    project.write("grammar.py", "def poll():\n    (x): int = 1\n    while True:\n        try:\n            return f()\n"
+                                "        except OSError:\n            continue\n")
+    code, out, err = run("check", "--no-cache", "grammar.py")
+    assert code == 0 and "libcst cannot parse" in err
