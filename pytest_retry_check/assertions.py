@@ -110,9 +110,11 @@ def _limit(name: str, value: Any, *, whole: bool = False) -> None:
 
 
 def assert_bounded(run: Any, *, max_attempts: Optional[int] = None, max_total_wait: Optional[float] = None, max_delay: Optional[float] = None) -> Trace:
-    """At most ``max_attempts`` attempts, ``max_total_wait`` virtual seconds from first to last
-    attempt, and no single wait longer than ``max_delay`` (the cap) -- or than the server's
-    ``Retry-After``, where it asked for longer."""
+    """At most ``max_attempts`` attempts, ``max_total_wait`` virtual seconds from the first
+    attempt to the end of the run (``Trace.total_wait``: the answers' latency, the last attempt's
+    timeout and a sleep before giving up count), and no single wait longer than ``max_delay``
+    (the cap) -- or than the server's ``Retry-After``, where it asked for longer; a sleep after
+    the last attempt counts as a wait."""
     __tracebackhide__ = True
     if max_attempts is None and max_total_wait is None and max_delay is None:
         raise ValueError("assert_bounded() needs at least one of max_attempts, max_total_wait, max_delay")
@@ -135,6 +137,13 @@ def assert_bounded(run: Any, *, max_attempts: Optional[int] = None, max_total_wa
             if attempt.delay > max(max_delay, told) + _EPS:
                 problems.append(f"attempt #{attempt.number} came {format_seconds(attempt.delay)} after the previous one, more than max_delay={format_seconds(max_delay)} (no cap?)")
                 break
+        else:
+            tail = trace.sleeps_after_last_attempt
+            if tail > max_delay + _EPS:
+                problems.append(
+                    f"after the last attempt (#{trace.attempt_count}) it slept {format_seconds(tail)} before it ended, "
+                    f"more than max_delay={format_seconds(max_delay)}"
+                )
     if problems:
         raise _fail("bounded", "; ".join(problems), [trace])
     return trace

@@ -101,8 +101,33 @@ class Trace:
 
     @property
     def total_wait(self) -> float:
-        """Virtual seconds from the first attempt to the last."""
-        return self.attempts[-1].at - self.attempts[0].at if self.attempts else 0.0
+        """Virtual seconds from the first attempt to the end of the run: a successful last
+        attempt's answer (its latency included), or, when the run gave up, the moment it ended
+        (the last attempt's timeout and any sleep after it included). Without a watched end
+        (``downstream.trace()``), to the last attempt's answer."""
+        if not self.attempts:
+            return 0.0
+        return self.end - self.attempts[0].at
+
+    @property
+    def end(self) -> float:
+        """Virtual time (as attempts' ``at``) the run ended: see :attr:`total_wait`."""
+        last = self.attempts[-1]
+        latency = last.outcome.latency if last.outcome.latency != float("inf") else 0.0
+        answered = last.at + latency
+        if self.ended_at is None:
+            return answered
+        if self.outcome == "succeeded":
+            return min(self.ended_at, answered)
+        return max(self.ended_at, last.at)
+
+    @property
+    def sleeps_after_last_attempt(self) -> float:
+        """Virtual seconds slept after the last attempt began (a give-up that waits first)."""
+        if not self.attempts or self.outcome == "succeeded":
+            return 0.0
+        last = self.attempts[-1].at
+        return sum(s.seconds for s in self.sleeps if s.at >= last)
 
     @property
     def succeeded(self) -> bool:
@@ -138,6 +163,9 @@ class Trace:
         for attempt in self.attempts:
             waited = "-" if attempt.delay is None else format_seconds(attempt.delay)
             lines.append(f"  {attempt.number:>4}  {'+' + format_seconds(attempt.at - origin):>12}  {waited:>12}  {attempt.label}")
+        tail = self.end - self.attempts[-1].at
+        if tail > 2e-6:
+            lines.append(f"  ended at +{format_seconds(self.end - origin)}, {format_seconds(tail)} after the last attempt")
         return "\n".join(lines) + "\n"
 
     def sleep_schedule(self) -> str:

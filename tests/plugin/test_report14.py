@@ -337,10 +337,10 @@ def test_the_herd_check_forever_message_names_a_knob_that_works():
                 time.sleep(random.uniform(0, 0.2))
         raise TimeoutError
 
-    with pytest.raises(RetryCheckFailed, match=r"herd_check\(\.\.\., max_attempts=\.\.\.\) \(now 1000\)"):
-        herd_check(long_poll, clients=20, outages=[(0, 150)])
-    assert herd_check(long_poll, clients=20, outages=[(0, 150)], max_attempts=5000).passed
-    assert herd_check(long_poll, clients=20, outages=[(0, 150)], max_calls=5000).passed  # the call guard's word
+    with pytest.raises(RetryCheckFailed, match=r"herd_check\(\.\.\., max_attempts=\.\.\.\) \(now 100\)"):
+        herd_check(long_poll, clients=12, outages=[(0, 12)], max_attempts=100)
+    assert herd_check(long_poll, clients=12, outages=[(0, 12)], max_attempts=1500).passed
+    assert herd_check(long_poll, clients=12, outages=[(0, 12)], max_calls=1500).passed  # the call guard's word
 
 
 # -- 20: pytest.raises(BaseException) around a trip is an expected trip ------------------------
@@ -463,3 +463,76 @@ def test_herd_check_of_runs_asserts_and_measure_only_measures():
     assert not report.passed
     spread = [(0, 1 + i / 50, 3 + i / 25) for i in range(50)]
     assert herd_check.of(spread).passed
+
+
+# -- 9: max_total_wait measures the whole run, not first attempt to last attempt ----------------
+import httpx  # noqa: E402
+
+from pytest_retry_check import hang, slow  # noqa: E402
+
+URL = "https://orders.example/orders/42"
+
+
+def test_total_wait_counts_an_answer_that_took_an_hour(fake_downstream):
+    ds = fake_downstream(outcomes=[slow(3600)])
+    client = httpx.Client(transport=ds.httpx_transport(), timeout=None)  # no timeout
+    with capture_trace(ds) as run:
+        client.get(URL)
+    assert run.trace.total_wait == 3600
+    with pytest.raises(RetryCheckFailed, match=r"waited 3,600.0 s in total, more than max_total_wait=60.000 s"):
+        assert_bounded(run, max_total_wait=60)
+
+
+def test_total_wait_counts_the_last_attempts_timeout(fake_downstream):
+    ds = fake_downstream(then=hang())
+    client = httpx.Client(transport=ds.httpx_transport(), timeout=20)
+
+    def fetch():
+        for attempt in range(3):
+            try:
+                return client.get(URL)
+            except httpx.TimeoutException:
+                if attempt == 2:
+                    raise
+                time.sleep(1)
+
+    with capture_trace(ds) as run:
+        fetch()
+    assert run.trace.total_wait == 62
+    with pytest.raises(RetryCheckFailed, match=r"waited 62.000 s in total"):
+        assert_bounded(run, max_total_wait=45)
+    assert_bounded(run, max_total_wait=62)
+
+
+def test_total_wait_counts_a_sleep_after_the_last_attempt(fake_downstream):
+    def fetch(ds):
+        for attempt in range(3):
+            try:
+                return ds("/orders/42")
+            except ConnectionError:
+                time.sleep(3600 if attempt == 2 else 1)
+        raise TimeoutError
+
+    ds = fake_downstream(then=503)
+    with capture_trace(ds) as run:
+        fetch(ds)
+    with pytest.raises(RetryCheckFailed, match=r"waited 3,602.0 s in total.*after the last attempt \(#3\) it slept 3,600.0 s before it ended, more than max_delay=20.000 s") as info:
+        assert_bounded(run, max_total_wait=60, max_delay=20)
+    assert "ended at +3,602.0 s, 3,600.0 s after the last attempt" in str(info.value)
+
+
+def test_a_prompt_give_up_still_passes_the_same_bound(fake_downstream):
+    def fetch(ds):
+        for attempt in range(3):
+            try:
+                return ds("/orders/42")
+            except ConnectionError:
+                if attempt == 2:
+                    raise TimeoutError("gave up") from None
+                time.sleep(2**attempt)
+
+    ds = fake_downstream(then=503)
+    with capture_trace(ds) as run:
+        fetch(ds)
+    assert run.trace.total_wait == 3
+    assert_bounded(run, max_total_wait=3, max_delay=2)
