@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(workflow annotations); default: text")
     check.add_argument("--output-file", "-o", metavar="FILE",
                        help="write the findings to FILE instead of standard output")
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings or files over the budget per file")
     check.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
     check.add_argument("--show-settings", action="store_true",
                        help="print the configuration file and resolved settings for the first path, then exit")
@@ -141,7 +141,7 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
     from .budget import DEFAULT_MEMORY_MB, DEFAULT_SECONDS
 
     parser.add_argument("--file-timeout", type=_seconds, default=DEFAULT_SECONDS, metavar="SECONDS",
-                        help=f"a file still being analysed after SECONDS is reported as \"could not be analysed\" "
+                        help=f"a file still being analysed after SECONDS is reported as \"could not be analysed\" (exit 1) "
                         f"(default: {DEFAULT_SECONDS:g}; 0: no limit)")
     parser.add_argument("--file-memory", type=_megabytes, default=DEFAULT_MEMORY_MB, metavar="MB",
                         help=f"a file whose analysis needs more than MB megabytes is reported as \"could not be "
