@@ -20,10 +20,17 @@ or nothing is judged:
   (one ``ack_deadline_seconds`` given to ``create_subscription`` in the module) and **Service
   Bus** receivers (one ``lock_duration`` given to ``create_queue``/``create_subscription``):
   the consumer holds the message for the worst-case total wait of the retries that run after
-  the receive in the same function (a hand-written retry there, or a call to a function of
-  the module that a retry library decorates), as :func:`retrylint.schedule.schedule` computes it,
+  the receive in the same function (a hand-written retry there, a call to a function of the
+  module that a retry library decorates, or to a helper of the module that holds a hand-written
+  retry), as :func:`retrylint.schedule.schedule` computes it (plus the sleep a ``for … in
+  range(n)`` loop also takes after its last failure, :func:`_trailing_sleep`),
   or for a handler timeout around it when that is shorter (``asyncio.wait_for(…, timeout=N)``,
   ``asyncio.timeout(N)``, ``anyio.fail_after(N)``, ``eventlet.Timeout(N)``).
+
+A handler timeout after the receive around the message's work that is longer than the window
+is reported by itself (:func:`_handler_timeouts`). Work after a delete or ack of the message
+(``delete_message``, ``message.delete()``, ``acknowledge``, ``complete_message``) that runs on
+every path before it is not judged: the message can no longer be delivered again.
 
 A heartbeat that extends the window anywhere in the module (``change_message_visibility``,
 ``change_message_visibility_batch``, ``modify_ack_deadline``, ``renew_message_lock``,
@@ -384,6 +391,25 @@ def _consumers(ctx: ModuleContext, policies: Sequence[RetryPolicy], heartbeat: b
     return out
 
 
+def _helper_loops(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> Dict[str, Tuple[cst.FunctionDef, List[RetryPolicy]]]:
+    """Functions of the module (one definition by that name) that hold a hand-written retry."""
+    defined: Dict[str, List[cst.FunctionDef]] = {}
+    for node in walk(ctx.module, skip=()):
+        if isinstance(node, cst.FunctionDef):
+            defined.setdefault(node.name.value, []).append(node)
+    out: Dict[str, Tuple[cst.FunctionDef, List[RetryPolicy]]] = {}
+    for policy in policies:
+        if policy.source not in ("loop", "recursion") or policy.anchor is None:
+            continue
+        function = ctx.enclosing_function(policy.anchor) if policy.source == "loop" else None
+        if function is None and isinstance(policy.anchor, cst.FunctionDef):
+            function = policy.anchor
+        if function is None or len(defined.get(function.name.value, [])) != 1:
+            continue
+        out.setdefault(function.name.value, (function, []))[1].append(policy)
+    return out
+
+
 def _retried_functions(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> Dict[str, RetryPolicy]:
     """Functions of the module a retry library decorates, by name."""
     out: Dict[str, RetryPolicy] = {}
@@ -416,19 +442,33 @@ def _retry_wait_after(receive: cst.Call, function: cst.FunctionDef, ctx: ModuleC
             candidates.append(_bounded(_total(policy, f"the {policy.description} (line {policy.location.line})",
                                               _trailing_sleep(policy, ctx)),
                                        policy.anchor, function, ctx))
+    helpers = _helper_loops(ctx, policies)
     for node in walk(function.body, skip=DEFERRED):
         if not isinstance(node, cst.Call):
             continue
         name = last_name(node.func)
-        if name in retried and ctx.location(node).line > start:
-            receiver = dotted_name(node.func.value) if isinstance(node.func, cst.Attribute) else None
-            if receiver in (None, "self", "cls"):
-                retrying.append(node)
-                if _released_before(node, releases, ctx):
-                    continue
-                policy = retried[name]
-                candidates.append(_bounded(_total(policy, f"`{name}()` (line {ctx.location(node).line}), retried by its "
-                                                          f"{policy.description} (line {policy.location.line}),"),
+        if ctx.location(node).line <= start:
+            continue
+        receiver = dotted_name(node.func.value) if isinstance(node.func, cst.Attribute) else None
+        if receiver not in (None, "self", "cls"):
+            continue
+        if name in retried:
+            retrying.append(node)
+            if _released_before(node, releases, ctx):
+                continue
+            policy = retried[name]
+            candidates.append(_bounded(_total(policy, f"`{name}()` (line {ctx.location(node).line}), retried by its "
+                                                      f"{policy.description} (line {policy.location.line}),"),
+                                       node, function, ctx))
+        elif name in helpers and helpers[name][0] is not function:
+            # A helper of the module that retries by hand (``def handle(body): for attempt in range(6): ...``).
+            retrying.append(node)
+            if _released_before(node, releases, ctx):
+                continue
+            for policy in helpers[name][1]:
+                candidates.append(_bounded(_total(policy, f"`{name}()` (line {ctx.location(node).line}) runs its "
+                                                          f"{policy.description} (line {policy.location.line}), which",
+                                                  _trailing_sleep(policy, ctx)),
                                            node, function, ctx))
     candidates += _handler_timeouts(function, start, messages, releases, retrying, ctx)
     candidates = [c for c in candidates if c[0] >= 0]

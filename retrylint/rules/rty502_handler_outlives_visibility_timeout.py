@@ -29,7 +29,9 @@ class HandlerOutlivesVisibilityTimeout(Rule):
     - SQS `receive_message(VisibilityTimeout=N)` (or a queue created with
       `Attributes={"VisibilityTimeout": ...}`), a Pub/Sub `pull` from a subscription created
       with `ack_deadline_seconds`, a Service Bus receiver on a queue created with
-      `lock_duration`: a retry after the receive whose worst-case total wait (its whole
+      `lock_duration`: a retry after the receive (in the receiving function, in a function
+      of the module that a retry library decorates, or a hand-written retry in a helper of
+      the module that it calls) whose worst-case total wait (its whole
       schedule, as `retrylint explain` prints it, plus the sleep a `for attempt in range(n)`
       loop also takes after its last failure) reaches the window, or a handler timeout
       around the message's work (`asyncio.wait_for(handle(m), timeout=120)`,

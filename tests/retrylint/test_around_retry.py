@@ -763,3 +763,46 @@ def test_a_range_loop_that_sleeps_after_its_last_failure_counts_that_sleep():
 def test_a_loop_that_skips_the_last_sleep_is_counted_without_it(handler, slept):
     assert _slept(handler) == slept
     assert findings(TRAILING.replace("{window}", "40").replace("{handler}", handler)) == []  # 31 s < 40 s
+
+
+HELPER = """
+import json
+import time
+import boto3
+
+sqs = boto3.client("sqs")
+
+
+def handle(body):
+    for attempt in range(6):
+        try:
+            return post_order(body)
+        except ConnectionError:
+            time.sleep(min(20, 2 ** attempt))
+    raise RuntimeError("gave up")
+
+
+def worker(url):
+    while True:
+        resp = sqs.receive_message(QueueUrl=url, VisibilityTimeout=20)
+        for m in resp.get("Messages", []):
+{body}
+"""
+
+
+def test_a_hand_written_retry_in_a_helper_called_after_the_receive_is_followed():
+    body = '            handle(json.loads(m["Body"]))\n            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])'
+    for narrowing in (True, False):
+        found = findings(HELPER.replace("{body}", body), narrowing=narrowing)
+        assert [(c, line) for c, line, _ in found] == [("RTY502", 20)]
+        assert ("`handle()` (line 22) runs its `for … in range(6)` retry loop (line 10), which can wait 51 s in all "
+                "(with the 20 s it also sleeps after its last failure): longer than the visibility timeout of 20 s") in found[0][2]
+
+
+@pytest.mark.parametrize("body", [
+    '            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])\n            handle(json.loads(m["Body"]))',
+    '            store(json.loads(m["Body"]))\n            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])',
+    '            other.handle(json.loads(m["Body"]))\n            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])',
+])
+def test_a_helper_retry_look_alikes_are_silent(body):
+    assert findings(HELPER.replace("{body}", body)) == []
