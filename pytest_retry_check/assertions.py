@@ -169,6 +169,15 @@ def _traces(runs: Sequence[Any], check: str) -> List[Trace]:
     name = check.replace("assert_", "").replace("_", " ")
     if not any(t.attempts for t in traces):
         raise _fail(name, NEVER_CALLED, traces)
+    idle = [i for i, t in enumerate(traces, 1) if not t.attempts]
+    if idle:
+        shown = ", ".join(f"#{i}" for i in idle[:5]) + (", ..." if len(idle) > 5 else "")
+        raise _fail(
+            name,
+            f"{len(idle)} of {len(traces)} runs never called the downstream (runs {shown}), so they cannot be compared: "
+            "is each run's code wired to its own fake, and did it run?",
+            [traces[i - 1] for i in idle[:1]] + [t for t in traces if t.attempts][:1],
+        )
     for trace in traces:
         _require_no_bug(trace, name)
     return traces

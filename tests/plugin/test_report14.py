@@ -536,3 +536,24 @@ def test_a_prompt_give_up_still_passes_the_same_bound(fake_downstream):
         fetch(ds)
     assert run.trace.total_wait == 3
     assert_bounded(run, max_total_wait=3, max_delay=2)
+
+
+# -- 12: comparing runs, every run must have called its downstream -----------------------------
+from pytest_retry_check import assert_backs_off, assert_jittered  # noqa: E402
+
+
+def test_backs_off_and_jittered_fail_when_some_runs_never_called(fake_downstream):
+    runs = []
+    for i in range(10):
+        ds = fake_downstream(then=503, name=f"d{i}")
+        with capture_trace(ds) as run:
+            if i < 2:
+                try:
+                    _good(ds)
+                except ConnectionError:
+                    pass
+        runs.append(run)
+    with pytest.raises(RetryCheckFailed, match=r"8 of 10 runs never called the downstream \(runs #3, #4, #5, #6, #7, ...\)"):
+        assert_backs_off(*runs)
+    with pytest.raises(RetryCheckFailed, match=r"8 of 10 runs never called the downstream"):
+        assert_jittered(*runs)
