@@ -493,7 +493,10 @@ class RetryAmplification(Rule):
         layer, outer, inner = found
         inner_policy = layer.policy
         turn_off = _TURN_OFF.get(inner_policy.source, "")
-        if turn_off:
+        if "retry decorator" in layer.via:
+            # ``@gretry.Retry(...)`` on the callee: `retry=None` is for a call given `retry=`, not a decorator.
+            advice = f"retry at one layer: drop this retry, or the retry decorator of `{layer.call}`"
+        elif turn_off:
             advice = f"retry at one layer: drop this retry, or turn the inner one off with {turn_off}"
         else:
             advice = f"retry at one layer: drop this retry, or the one on `{layer.call}`"

@@ -677,3 +677,47 @@ def test_a_session_built_and_mounted_under_the_same_condition_is_known():
                                 "        self.session = requests.Session()\n        if retries:\n")
     assert only_mount != source
     assert _both(only_mount) == []
+
+
+def test_a_google_retry_used_as_a_decorator_is_not_told_to_take_retry_none():
+    pytest.importorskip("google.api_core")
+    source = textwrap.dedent(
+        """
+        import tenacity
+        from google.api_core import retry as gretry
+        from google.api_core import exceptions
+
+
+        @gretry.Retry(initial=1, maximum=10, timeout=60, predicate=gretry.if_exception_type(exceptions.ServiceUnavailable))
+        def read(name):
+            return fetch(name)
+
+
+        @tenacity.retry(stop=tenacity.stop_after_attempt(3), wait=tenacity.wait_random_exponential(max=10))
+        def outer(name):
+            return read(name)
+        """
+    )
+    findings, _ = _rty501(source)
+    assert len(findings) == 1
+    message = findings[0].message
+    assert "retry at one layer: drop this retry, or the retry decorator of `read`" in message
+    assert "retry=None" not in message
+    # given as `retry=` to a call, `retry=None` is the way to turn it off
+    given = textwrap.dedent(
+        """
+        import tenacity
+        from google.api_core import retry as gretry
+        from google.cloud import storage
+
+        RETRY = gretry.Retry(initial=1, maximum=10, timeout=60)
+        bucket = storage.Client().bucket("b")
+
+
+        @tenacity.retry(stop=tenacity.stop_after_attempt(3), wait=tenacity.wait_random_exponential(max=10))
+        def outer(name):
+            return bucket.blob(name).download_as_bytes(retry=RETRY)
+        """
+    )
+    findings, _ = _rty501(given)
+    assert len(findings) == 1 and "turn the inner one off with `retry=None`" in findings[0].message
