@@ -28,9 +28,16 @@ _NESTED = ("headers", "metadata", "meta", "attributes", "context", "properties",
 FIELDS = tuple(FIELD_ALIASES)
 
 
-@dataclass(frozen=True)
+_NOTHING: Any = type("_Nothing", (), {"__repr__": lambda self: "<nothing>"})()
+
+
+@dataclass(frozen=True, eq=False)
 class DeadLetter:
-    """One dead letter, with the four context fields found in whatever was sent."""
+    """One dead letter, with the four context fields found in whatever was sent.
+
+    It also stands for what the code put in the queue (``sent``, when that was one object:
+    ``dlq.append(envelope)``): it compares equal to it and indexes into it, so code that reads
+    its dead letters back (``dlq[0]["reason"]``, ``dlq == [envelope]``) sees its own objects."""
 
     message: Any
     reason: Any
@@ -39,6 +46,25 @@ class DeadLetter:
     at: Optional[float]  # virtual time of the send, when a fake clock was active
     args: Tuple[Any, ...] = ()
     kwargs: Dict[str, Any] = field(default_factory=dict)
+    #: The one object the code sent (``append(x)``, ``dlq[key] = x``); else nothing.
+    sent: Any = field(default=_NOTHING, repr=False)
+    #: The key of a dict-style write (``dlq[message_id] = envelope``), else None.
+    key: Any = field(default=None, repr=False)
+
+    def _fields(self) -> Tuple[Any, ...]:
+        return (self.message, self.reason, self.attempts, self.first_received, self.at, self.args, self.kwargs)
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, DeadLetter):
+            return self._fields() == other._fields()
+        return self.sent is not _NOTHING and bool(self.sent == other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getitem__(self, key: Any) -> Any:
+        if self.sent is _NOTHING:
+            raise TypeError("this dead letter was sent as several arguments; read .message, .reason, .attempts, .first_received")
+        return self.sent[key]
 
     def missing(self) -> List[str]:
         """The context fields that are absent or unusable, with why."""
@@ -140,21 +166,141 @@ class DeadLetters:
             if values[name] is None and remaining:
                 values[name] = remaining.pop(0)
         clock = current_clock()
-        self.entries.append(DeadLetter(message, values["reason"], values["attempts"], values["first_received"], clock.now() if clock else None, tuple(args), dict(kwargs)))
+        sent = args[0] if len(args) == 1 and not kwargs else _NOTHING
+        self.entries.append(
+            DeadLetter(message, values["reason"], values["attempts"], values["first_received"], clock.now() if clock else None, tuple(args), dict(kwargs), sent)
+        )
 
-    __call__ = put = publish = send
+    __call__ = put = publish = put_nowait = send
 
-    # The list protocol: code that collects dead letters in a list (``dlq.append(msg)``) can be
-    # handed this capture as that list.
+    # The list protocol (also a deque's, a dict's and a queue's writes): code that keeps its dead
+    # letters in a collection (``dlq.append(msg)``, ``dlq[msg_id] = envelope``,
+    # ``dlq.appendleft(msg)``, ``dlq += [msg]``) can be handed this capture as that collection;
+    # reading back gives the code's own objects (see DeadLetter).
     append = send
 
     def extend(self, items: Iterable[Any]) -> None:
         for item in items:
             self.send(item)
 
+    def __iadd__(self, items: Iterable[Any]) -> "DeadLetters":
+        self.extend(items)
+        return self
+
     def insert(self, index: int, item: Any) -> None:
         self.send(item)
         self.entries.insert(index, self.entries.pop())
+
+    def appendleft(self, item: Any) -> None:
+        self.insert(0, item)
+
+    def extendleft(self, items: Iterable[Any]) -> None:
+        for item in items:
+            self.appendleft(item)
+
+    def pop(self, index: int = -1) -> DeadLetter:
+        return self.entries.pop(index)
+
+    def popleft(self) -> DeadLetter:
+        return self.entries.pop(0)
+
+    def remove(self, item: Any) -> None:
+        self.entries.pop(self.index(item))
+
+    def index(self, item: Any, *bounds: int) -> int:
+        for i in range(len(self.entries))[slice(*bounds) if bounds else slice(None)]:
+            if self._matches(self.entries[i], item):
+                return i
+        raise ValueError(f"{item!r} is not among the dead letters")
+
+    def count(self, item: Any) -> int:
+        return sum(1 for e in self.entries if self._matches(e, item))
+
+    def copy(self) -> List[DeadLetter]:
+        return list(self.entries)
+
+    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
+        def value(entry: DeadLetter) -> Any:
+            item = entry.sent if entry.sent is not _NOTHING else entry.message
+            return key(item) if key is not None else item
+
+        self.entries.sort(key=value, reverse=reverse)
+
+    def reverse(self) -> None:
+        self.entries.reverse()
+
+    def __reversed__(self) -> Iterator[DeadLetter]:
+        return reversed(self.entries)
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, DeadLetters):
+            return self.entries == other.entries
+        if isinstance(other, (list, tuple)):
+            return len(other) == len(self.entries) and all(e == o for e, o in zip(self.entries, other))
+        return NotImplemented
+
+    __hash__ = object.__hash__
+
+    def __setitem__(self, index: Any, item: Any) -> None:
+        # A list index when it is one (in range, not a key already used); else a dict's key.
+        if isinstance(index, int) and not isinstance(index, bool) and -len(self.entries) <= index < len(self.entries) and index not in self.keys():
+            self.send(item)
+            self.entries[index] = self.entries.pop()
+            return
+        if isinstance(index, slice):
+            scratch = DeadLetters()
+            scratch.extend(item)
+            self.entries[index] = scratch.entries
+            return
+        self.send(item)  # a dict-style DLQ: dlq[message_id] = envelope
+        entry = self.entries.pop()
+        self.entries = [e for e in self.entries if not (e.key is not None and e.key == index)]
+        from dataclasses import replace
+
+        self.entries.append(replace(entry, key=index))
+
+    def __delitem__(self, index: Any) -> None:
+        if isinstance(index, slice) or (isinstance(index, int) and not isinstance(index, bool) and index not in self.keys()):
+            del self.entries[index]
+            return
+        self.entries.remove(self._by_key(index))
+
+    def setdefault(self, key: Any, item: Any = None) -> Any:
+        found = self.get(key, _NOTHING)
+        if found is not _NOTHING:
+            return found
+        self[key] = item
+        return self._by_key(key)
+
+    def update(self, items: Any = (), **more: Any) -> None:
+        pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+        for key, item in pairs + list(more.items()):
+            self[key] = item
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self._by_key(key)
+        except KeyError:
+            return default
+
+    def keys(self) -> List[Any]:
+        return [e.key for e in self.entries if e.key is not None]
+
+    def values(self) -> List[DeadLetter]:
+        return list(self.entries)
+
+    def items(self) -> List[Tuple[Any, DeadLetter]]:
+        return [(e.key, e) for e in self.entries if e.key is not None]
+
+    def _by_key(self, key: Any) -> DeadLetter:
+        for entry in self.entries:
+            if entry.key is not None and entry.key == key:
+                return entry
+        raise KeyError(key)
+
+    @staticmethod
+    def _matches(entry: DeadLetter, item: Any) -> bool:
+        return item is entry or entry == item or (entry.sent is _NOTHING and item == entry.message)
 
     def __bool__(self) -> bool:
         return bool(self.entries)
@@ -193,8 +339,12 @@ class DeadLetters:
     def __iter__(self) -> Iterator[DeadLetter]:
         return iter(self.entries)
 
-    def __getitem__(self, index: int) -> DeadLetter:
-        return self.entries[index]
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self.entries[index]
+        if isinstance(index, int) and not isinstance(index, bool) and index not in self.keys():
+            return self.entries[index]
+        return self._by_key(index)  # a dict-style DLQ
 
     @property
     def messages(self) -> List[Any]:

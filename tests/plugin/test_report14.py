@@ -557,3 +557,62 @@ def test_backs_off_and_jittered_fail_when_some_runs_never_called(fake_downstream
         assert_backs_off(*runs)
     with pytest.raises(RetryCheckFailed, match=r"8 of 10 runs never called the downstream"):
         assert_jittered(*runs)
+
+
+# -- 13: the dead-letter capture works as the list, deque, dict or queue the code keeps --------
+from collections import deque  # noqa: E402
+
+from pytest_retry_check import DeadLetters  # noqa: E402
+
+ENV = {"message": {"id": 1}, "reason": "503", "attempts": 3, "first_received": 1.0}
+
+
+def test_the_capture_is_a_list_the_code_can_read_back():
+    dlq = DeadLetters()
+    dlq += [ENV]
+    dlq.append(dict(ENV, message={"id": 2}))
+    assert dlq[0] == ENV and dlq[0]["reason"] == "503" and dlq[0].message == {"id": 1}
+    assert dlq == [ENV, dict(ENV, message={"id": 2})]
+    assert dlq.index(ENV) == 0 and dlq.count(ENV) == 1 and ENV in dlq
+    assert dlq.copy() == [ENV, dict(ENV, message={"id": 2})]
+    dlq.reverse()
+    assert dlq[0]["message"] == {"id": 2} and list(reversed(dlq))[0] == ENV
+    dlq.sort(key=lambda env: env["message"]["id"])
+    assert dlq.pop(0) == ENV and len(dlq) == 1
+    dlq.remove(dict(ENV, message={"id": 2}))
+    assert not dlq
+    dlq.append(ENV)
+    dlq[0] = dict(ENV, reason="timeout")
+    assert dlq.entries[0].reason == "timeout"
+    del dlq[0]
+    assert len(dlq) == 0
+
+
+def test_the_capture_is_a_deque_a_dict_or_a_queue():
+    dlq = DeadLetters()
+    dlq.appendleft(ENV)
+    dlq.appendleft(dict(ENV, message={"id": 0}))
+    assert dlq.popleft()["message"] == {"id": 0}
+    dlq[7] = dict(ENV, message={"id": 7})  # dlq[msg_id] = envelope
+    dlq.setdefault(8, dict(ENV, message={"id": 8}))
+    dlq.put_nowait(dict(ENV, message={"id": 9}))
+    assert dlq[7]["message"] == {"id": 7} and dlq.get(8)["message"] == {"id": 8} and dlq.get(99) is None
+    assert 7 in dlq.keys() and len(dlq) == 4
+    dlq.assert_context(messages=[{"id": 1}, {"id": 7}, {"id": 8}, {"id": 9}], attempts=3)
+
+
+def test_a_dlq_dict_write_is_a_give_up(fake_downstream, dead_letters):
+    def handle(api, dlq, msg):
+        for attempt in range(3):
+            try:
+                return api("/orders")
+            except ConnectionError as exc:
+                error = exc
+                time.sleep(2**attempt)
+        dlq[msg["id"]] = {"message": msg, "reason": str(error), "attempts": 3, "first_received": 1.0}
+
+    api = fake_downstream(then=503)
+    with capture_trace(api, dead_letters=dead_letters) as run:
+        handle(api, dead_letters, {"id": 7})
+    assert_gives_up(run)
+    assert run.trace.outcome == "dead-lettered"
