@@ -11,6 +11,7 @@ so node positions are positions in the original text.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Iterable, List, Optional, Tuple
 
@@ -22,7 +23,9 @@ from .model import Location
 from .syntax import call_args, dotted_name
 
 #: ruff format's default line length: a fix that would make a line longer splits the call as
-#: ruff format would, so that a formatted file stays formatted.
+#: ruff format would, so that a formatted file stays formatted. A project's own ``line-length``
+#: (``[tool.ruff]`` of the nearest ``pyproject.toml``, or ``ruff.toml`` / ``.ruff.toml``, found
+#: as ruff finds it) takes its place: :func:`line_length_for`.
 LINE_LENGTH = 88
 
 class FixUnavailable(Exception):
@@ -34,6 +37,14 @@ class Fixer:
 
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
+        self._line_length: Optional[int] = None
+
+    @property
+    def line_length(self) -> int:
+        """The line length ruff format keeps to for this file (read on first use)."""
+        if self._line_length is None:
+            self._line_length = line_length_for(self.ctx.path)
+        return self._line_length
 
     def replace(self, node: cst.CSTNode, content: str) -> Edit:
         where: Location = self.ctx.location(node)
@@ -105,7 +116,7 @@ class Fixer:
 
     def _reflowed(self, call: cst.Call, func: str, args: List[str]) -> Optional[Edit]:
         """When the one-line call ``func(args)`` would make its line, which fitted, longer than
-        ruff format's 88 columns, the call split as ruff format splits it: the arguments on one indented line
+        ruff format's line length (88 columns, or the project's ``line-length``), the call split as ruff format splits it: the arguments on one indented line
         of their own, or, when that is too long too, one per line with a trailing comma.
         None when the call fits on its line (or is not on one line, or holds a comment)."""
         whole = self.ctx.location(call)
@@ -114,7 +125,8 @@ class Fixer:
         line = self._line(whole.line)
         before, after = line[: whole.column - 1], line[whole.end_column - 1:]
         single = f"{func}({', '.join(args)})"
-        if len(line) > LINE_LENGTH or len(before) + len(single) + len(after) <= LINE_LENGTH:
+        limit = self.line_length
+        if len(line) > limit or len(before) + len(single) + len(after) <= limit:
             return None  # it fits; or the line was long already (the file is not ruff-formatted)
         indent = line[: len(line) - len(line.lstrip())]
         inner = indent + "    "
@@ -133,10 +145,10 @@ class Fixer:
                 func = self.render(top.func).strip()
                 if changed.startswith(func + "(") and changed.endswith(")"):
                     body = changed[len(func) + 1: -1].strip()
-                    if len(inner) + len(body) <= LINE_LENGTH:
+                    if len(inner) + len(body) <= limit:
                         return Edit(outer.line, outer.column, outer.end_line, outer.end_column,
                                     f"{func}(\n{inner}{body}\n{indent})")
-        if len(inner) + len(", ".join(args)) <= LINE_LENGTH:
+        if len(inner) + len(", ".join(args)) <= limit:
             text = f"{func}(\n{inner}{', '.join(args)}\n{indent})"
         else:
             text = f"{func}(\n" + "".join(f"{inner}{a},\n" for a in args) + f"{indent})"
@@ -269,54 +281,127 @@ class Fixer:
                     raise FixUnavailable(f"`{name}` is not the {module} module here")
         return alias
 
-    def ensure_module_import(self, module: str) -> Optional[Edit]:
-        """``import module`` unless present, where isort/ruff would put it: among the other
-        ``import x`` lines of its section (standard library or not), sorted; a section of its
-        own (a blank line apart) when there is none; after the docstring in a file without imports."""
-        if self.module_alias(self.ctx.module, module) == module:
-            return None
-        block: List[Tuple[cst.SimpleStatementLine, str, int, str]] = []  # statement, section, kind, key
-        docstring = None
-        for statement in self.ctx.module.body:
+    def _whole_tree(self) -> Optional[ast.Module]:
+        """The whole file's ``ast`` (narrowing blanks statements of ``self.ctx.module``: an unused
+        import, a class that holds no retry); None when there is none."""
+        tree = getattr(self.ctx.program, "_tree", None)
+        return tree if isinstance(tree, ast.Module) else None
+
+    def _top_statements(self) -> List[Tuple[str, str, int, int]]:
+        """The module's top-level statements as (kind, module, first line, last line): kind is
+        ``import``, ``from``, ``relative``, ``docstring``, ``def`` (a def or class, decorators
+        included) or ``other``. From the whole file when its ``ast`` is at hand."""
+        out: List[Tuple[str, str, int, int]] = []
+        tree = self._whole_tree()
+        if tree is not None:
+            for index, node in enumerate(tree.body):
+                first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+                last = node.end_lineno or node.lineno
+                if out and first <= out[-1][3]:
+                    out.append(("other", "", first, last))  # ``import a; x = 1``: not a line of its own
+                elif isinstance(node, ast.Import) and len(node.names) >= 1:
+                    out.append(("import", node.names[0].name, first, last))
+                elif isinstance(node, ast.ImportFrom):
+                    out.append(("from", node.module or "", first, last) if node.level == 0 and node.module
+                               else ("relative", "", first, last))
+                elif index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+                        and isinstance(node.value.value, str):
+                    out.append(("docstring", "", first, last))
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    out.append(("def", "", first, last))
+                else:
+                    out.append(("other", "", first, last))
+            return out
+        for index, statement in enumerate(self.ctx.module.body):
+            where = self.ctx.location(statement)
+            first, last = where.line, where.end_line
+            decorators = getattr(statement, "decorators", ())
+            if decorators:
+                first = min(first, self.ctx.location(decorators[0]).line)
+            kind, name = "other", ""
             if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
                 small = statement.body[0]
                 if isinstance(small, cst.Import):
-                    top = dotted_name(small.names[0].name) or ""
-                    block.append((statement, _section(top), 0, top.lower()))
-                    continue
-                if isinstance(small, cst.ImportFrom) and small.relative == () and small.module is not None:
-                    top = dotted_name(small.module) or ""
-                    block.append((statement, _section(top), 1, top.lower()))
-                    continue
-                if isinstance(small, cst.ImportFrom):
-                    block.append((statement, "local", 1, ""))
-                    continue
-                if not block and docstring is None and _is_docstring(small):
-                    docstring = statement
-                    continue
+                    kind, name = "import", dotted_name(small.names[0].name) or ""
+                elif isinstance(small, cst.ImportFrom) and small.relative == () and small.module is not None:
+                    kind, name = "from", dotted_name(small.module) or ""
+                elif isinstance(small, cst.ImportFrom):
+                    kind = "relative"
+                elif index == 0 and _is_docstring(small):
+                    kind = "docstring"
+            elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                kind = "def"
+            out.append((kind, name, first, last))
+        return out
+
+    def ensure_module_import(self, module: str) -> Optional[Edit]:
+        """``import module`` unless present, where isort/ruff would put it: among the other
+        ``import x`` lines of its section (standard library or not), sorted; a section of its
+        own (a blank line apart) when there is none; after the docstring in a file without
+        imports, else at the top (after a shebang and a header comment), two blank lines before
+        a ``def``/``class`` as ruff format and isort leave them."""
+        if self.module_alias(self.ctx.module, module) == module:
+            return None
+        block: List[Tuple[int, int, str, int, str]] = []  # first line, last line, section, kind, key
+        docstring = None
+        statements = self._top_statements()
+        for kind, name, first, last in statements:
+            if kind == "import":
+                block.append((first, last, _section(name), 0, name.lower()))
+                continue
+            if kind == "from":
+                block.append((first, last, _section(name), 1, name.lower()))
+                continue
+            if kind == "relative":
+                block.append((first, last, "local", 1, ""))
+                continue
+            if kind == "docstring" and not block and docstring is None:
+                docstring = last
+                continue
             break
         text = f"import {module}\n"
         section, key = _section(module), (0, module.lower())
         order = list(_SECTIONS)
-        same = [entry for entry in block if entry[1] == section]
-        for statement, _, kind, name in same:
+        same = [entry for entry in block if entry[2] == section]
+        for first, _, _, kind, name in same:
             if (kind, name) > key:
-                line = self.ctx.location(statement).line
-                return Edit(line, 1, line, 1, text)
+                return Edit(first, 1, first, 1, text)
         if same:
-            line = self.ctx.location(same[-1][0]).end_line + 1
+            line = same[-1][1] + 1
             return Edit(line, 1, line, 1, text)
-        later = [entry for entry in block if order.index(entry[1]) > order.index(section)]
+        later = [entry for entry in block if order.index(entry[2]) > order.index(section)]
         if later:
-            line = self.ctx.location(later[0][0]).line
+            line = later[0][0]
             return Edit(line, 1, line, 1, text + "\n")
         if block:
-            line = self.ctx.location(block[-1][0]).end_line + 1
+            line = block[-1][1] + 1
             return Edit(line, 1, line, 1, "\n" + text)
         if docstring is not None:
-            line = self.ctx.location(docstring).end_line + 1
+            line = docstring + 1
             return Edit(line, 1, line, 1, "\n" + text)
-        return Edit(1, 1, 1, 1, text + "\n")
+        following = next((kind for kind, _, _, _ in statements), "other")
+        line = self._after_header()
+        return Edit(line, 1, line, 1, text + ("\n\n" if following == "def" else "\n"))
+
+    def _after_header(self) -> int:
+        """The line where a first import goes in a file without one: after a shebang or coding
+        line, and after a header comment that a blank line separates from the code (a comment
+        right above the first statement stays with it)."""
+        lines = self._lines()
+        position = 1
+        index = 0
+        while index < len(lines) and index < 2 and (lines[index].startswith("#!") or _CODING.match(lines[index])):
+            index += 1
+            position = index + 1
+        while index < len(lines) and (not lines[index].strip() or lines[index].lstrip().startswith("#")):
+            if not lines[index].strip():
+                position = index + 2  # after this blank line
+            index += 1
+        return position
+
+
+#: A PEP 263 coding line.
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-_.a-zA-Z0-9]+")
 
 
 def _rebound_in_module(tree: Optional[ast.Module], name: str, module: str) -> bool:
@@ -393,6 +478,49 @@ def _own_nodes(statement: ast.AST) -> Iterable[ast.AST]:
                 if isinstance(child, ast.AST) and not isinstance(
                         child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)):
                     stack.append(child)
+
+
+def line_length_for(display: str) -> int:
+    """ruff's ``line-length`` for the file shown as ``display`` (relative to the current
+    directory, as the CLI shows it; standard input: the current directory): from the nearest
+    ``.ruff.toml``, ``ruff.toml``, or ``pyproject.toml`` with a ``[tool.ruff]`` table, as ruff
+    finds its configuration; 88 when there is none or it sets no length."""
+    import os
+
+    if display in ("-", "stdin", "<stdin>", ""):
+        directory = os.getcwd()
+    else:
+        directory = os.path.dirname(os.path.abspath(display))
+    return _line_length_in(directory)
+
+
+@functools.lru_cache(maxsize=256)
+def _line_length_in(directory: str) -> int:
+    from pathlib import Path
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    folder = Path(directory)
+    for candidate in (folder, *folder.parents):
+        for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
+            path = candidate / name
+            try:
+                if not path.is_file():
+                    continue
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue  # ruff reports a broken configuration; the fix keeps the default
+            table = data.get("tool", {}).get("ruff") if name == "pyproject.toml" else data
+            if not isinstance(table, dict):
+                continue  # a pyproject.toml without [tool.ruff] is not ruff's configuration
+            value = table.get("line-length")
+            if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 320:
+                return value
+            return LINE_LENGTH
+    return LINE_LENGTH
 
 
 #: isort's sections, in order (first-party cannot be told from third-party without the project).

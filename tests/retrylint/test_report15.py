@@ -237,3 +237,106 @@ def test_a_parser_limit_on_valid_code_is_still_a_notice_that_exits_0(project, ru
                                 "        except OSError:\n            continue\n")
     code, out, err = run("check", "--no-cache", "grammar.py")
     assert code == 0 and "libcst cannot parse" in err
+
+
+# -- report item 3 (c, d): `import random` before a def; the project's ruff line-length ---------
+
+def _ruff(*args, cwd, isolated=True):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "ruff", *args, *(["--isolated"] if isolated else []), "--no-cache",
+                           "."], cwd=cwd, capture_output=True, text=True)
+
+
+def _assert_ruff_clean(root, isolated=True):
+    checked = _ruff("check", "--select", "F,I", cwd=root, isolated=isolated)
+    assert checked.returncode == 0, checked.stdout
+    formatted = _ruff("format", "--check", "--diff", cwd=root, isolated=isolated)
+    assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+
+
+NO_IMPORT = '''def publish(client, event):
+    import time
+
+    delay = 1.0
+    for _ in range(5):
+        try:
+            return client.publish(event)
+        except ConnectionError:
+            time.sleep(delay)
+            delay *= 2
+    raise RuntimeError("publish failed")
+'''
+
+
+@pytest.mark.parametrize("head", ["", "#!/usr/bin/env python\n", "# Copyright header.\n\n\n",
+                                  "class Settings:\n    retries = 5\n\n\n", "@decorate\n"])
+def test_import_random_before_a_def_leaves_two_blank_lines(project, run, head):
+    pytest.importorskip("ruff")
+    source = head + (NO_IMPORT if not head.startswith("@") else "def decorate(f):\n    return f\n\n\n@decorate\n"
+                     + NO_IMPORT)
+    if head.startswith("@"):
+        source = source[len(head):]
+    path = project.write("app.py", source)
+    _assert_ruff_clean(project.root)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert "time.sleep(random.uniform(0, delay))" in out
+    if head.startswith("#!"):
+        assert out.startswith("#!/usr/bin/env python\nimport random\n\n\ndef publish")
+    elif head.startswith("# Copyright"):
+        assert out.startswith("# Copyright header.\n\n\nimport random\n\n\ndef publish")
+    else:
+        assert out.startswith("import random\n\n\n")
+    _assert_ruff_clean(project.root)
+
+
+TENACITY_97 = '''from tenacity import retry, retry_if_exception_type, wait_random_exponential
+
+
+@retry(wait=wait_random_exponential(multiplier=1, max=9), retry=retry_if_exception_type(OSError))
+def fetch(url):
+    return url
+'''
+
+
+def test_the_projects_ruff_line_length_is_honoured_when_a_fix_lengthens_a_line(project, run):
+    pytest.importorskip("ruff")
+    project.write("pyproject.toml", "[tool.ruff]\nline-length = 120\n")
+    path = project.write("app.py", TENACITY_97)
+    _assert_ruff_clean(project.root, isolated=False)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert "stop=stop_after_attempt(6)" in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+    _assert_ruff_clean(project.root, isolated=False)
+
+
+def test_a_longer_ruff_line_length_keeps_a_call_on_one_line(project, run):
+    pytest.importorskip("ruff")
+    project.write("ruff.toml", "line-length = 140\n")
+    source = TENACITY_97.replace("max=9)", "max=9), reraise=True")
+    path = project.write("app.py", source)
+    _assert_ruff_clean(project.root, isolated=False)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert "stop=stop_after_attempt(6))\ndef fetch" in out  # 136 columns: fits in 140
+    assert "@retry(\n" not in out
+    _assert_ruff_clean(project.root, isolated=False)
+
+
+def test_line_length_is_read_as_ruff_finds_it(tmp_path):
+    from retrylint.fixes import _line_length_in
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no [tool.ruff]: not ruff's
+    (tmp_path / "ruff.toml").write_text("line-length = 100\n")
+    assert _line_length_in(str(tmp_path)) == 100
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text("[tool.ruff]\nline-length = 79\n")
+    assert _line_length_in(str(sub)) == 79
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "pyproject.toml").write_text("[tool.ruff.lint]\nselect = ['F']\n")  # ruff's, no length: 88
+    assert _line_length_in(str(other)) == 88
