@@ -429,7 +429,9 @@ class FakeDownstream:
     ``FakeDownstream(capacity=5)``, or ``FakeDownstream(scenario)`` with a :class:`Scenario`.
 
     ``max_calls`` is a guard like the clock's: a retry loop with no sleep at all that calls
-    more often than that fails fast instead of hanging.
+    more often than that fails fast instead of hanging. Default: the test's setting
+    (``@pytest.mark.fake_clock(max_calls=...)``, the ini option ``retry_check_max_calls``) when
+    built under the ``fake_clock`` fixture, else 10,000.
     """
 
     def __init__(
@@ -438,7 +440,7 @@ class FakeDownstream:
         *,
         clock: Optional[Timeline] = None,
         name: str = "downstream",
-        max_calls: int = DEFAULT_MAX_CALLS,
+        max_calls: Optional[int] = None,
         routes: Optional[Dict[str, Any]] = None,
         key: Any = None,
         idempotency: Optional[str] = "Idempotency-Key",
@@ -457,6 +459,8 @@ class FakeDownstream:
             scenario = Scenario(**script)
         elif not isinstance(scenario, Scenario):
             raise TypeError(f"scenario must be a Scenario, not {type(scenario).__name__}")
+        if max_calls is None:  # the test's setting (@pytest.mark.fake_clock(max_calls=...), the ini option)
+            max_calls = getattr(clock if clock is not None else current_clock(), "default_max_calls", None) or DEFAULT_MAX_CALLS
         if isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1:
             raise ValueError(f"max_calls must be a whole number >= 1, got {max_calls!r}")
         self.scenario = scenario

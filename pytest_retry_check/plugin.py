@@ -177,6 +177,8 @@ def fake_clock(request: pytest.FixtureRequest) -> Generator["FakeClock", None, N
         pytest.fail(f"fake_clock: {exc}", pytrace=False)
     if _under_given(request) and settings["max_sleeps"] == GIVEN_MAX_SLEEPS:
         clock.hint = GIVEN_HINT
+    # A FakeDownstream(...) the test builds itself takes its call limit from here too.
+    clock.default_max_calls = _max_calls(request)
     from . import realtime
 
     idle_at_start = realtime.idle_seconds()
@@ -250,12 +252,15 @@ class DownstreamFactory:
             self.made.pop().close()
 
 
+def _max_calls(request: pytest.FixtureRequest) -> int:
+    return _marker_settings(request).get("max_calls", _ini_number(request.config, "retry_check_max_calls", int))
+
+
 @pytest.fixture
 def fake_downstream(fake_clock: "FakeClock", request: pytest.FixtureRequest) -> Generator[DownstreamFactory, None, None]:
     """A factory of scripted failing downstreams (callable, async and HTTP) on the fake clock:
     ``ds = fake_downstream(fail_first=2)``."""
-    max_calls = _marker_settings(request).get("max_calls", _ini_number(request.config, "retry_check_max_calls", int))
-    factory = DownstreamFactory(fake_clock, max_calls)
+    factory = DownstreamFactory(fake_clock, _max_calls(request))
     try:
         yield factory
     finally:

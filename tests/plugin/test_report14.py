@@ -616,3 +616,33 @@ def test_a_dlq_dict_write_is_a_give_up(fake_downstream, dead_letters):
         handle(api, dead_letters, {"id": 7})
     assert_gives_up(run)
     assert run.trace.outcome == "dead-lettered"
+
+
+# -- 15: every knob a hint names works --------------------------------------------------------
+def test_the_marker_max_calls_also_limits_a_downstream_the_test_builds(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+        from pytest_retry_check import FakeDownstream, RetryGuardTripped
+
+        def busy(ds):
+            while True:
+                try:
+                    return ds("/orders/42")
+                except ConnectionError:
+                    pass
+
+        @pytest.mark.fake_clock(max_calls=50)
+        def test_lower(fake_clock):
+            with pytest.raises(RetryGuardTripped, match="51 calls to downstream exceed max_calls=50"):
+                busy(FakeDownstream(then=503))
+
+        @pytest.mark.fake_clock(max_calls=12_000)
+        def test_higher(fake_clock):
+            assert busy(FakeDownstream(fail_first=10_500)) == "ok"
+
+        def test_explicit_wins(fake_clock):
+            assert FakeDownstream(max_calls=7).max_calls == 7 and FakeDownstream().max_calls == 10_000
+        """
+    )
+    pytester.runpytest_inprocess(*FAST).assert_outcomes(passed=3)
