@@ -9,6 +9,8 @@ does this call carry?" (:func:`carried_policy`), for the layers one module can s
   max_retries=Retry(...))`` or an integer), or on a ``urllib3.PoolManager(retries=Retry(...))``;
 - a call on a boto3/botocore client built with ``config=Config(retries={...})``;
 - a call on a redis client built with ``retry=Retry(...)``;
+- a call on an httpx client built with ``transport=httpx.HTTPTransport(retries=N)`` (connection
+  failures only: httpcore re-raises ``ConnectError``/``ConnectTimeout`` when they run out);
 - a call given ``retry=`` a google-api-core ``Retry(...)``;
 - a call to a function of the same module (or a method of the same class) that has a retry
   decorator.
@@ -46,6 +48,8 @@ SESSION_CALLS = frozenset({"get", "post", "put", "patch", "delete", "head", "opt
 POOLS = frozenset({"urllib3.PoolManager", "urllib3.poolmanager.PoolManager", "urllib3.ProxyManager",
                    "urllib3.poolmanager.ProxyManager"})
 POOL_CALLS = frozenset({"request", "urlopen", "request_encode_url", "request_encode_body"})
+HTTPX_CLIENTS = frozenset({"httpx.Client", "httpx.AsyncClient", "httpx._client.Client", "httpx._client.AsyncClient"})
+HTTPX_CALLS = frozenset({"get", "post", "put", "patch", "delete", "head", "options", "request", "send", "stream"})
 REDIS_CLIENTS = frozenset({"redis.Redis", "redis.StrictRedis", "redis.client.Redis", "redis.client.StrictRedis",
                            "redis.from_url", "redis.Redis.from_url", "redis.asyncio.Redis", "redis.asyncio.client.Redis",
                            "redis.asyncio.from_url", "redis.asyncio.Redis.from_url", "redis.RedisCluster",
@@ -68,10 +72,12 @@ _FAMILIES = {
     "redis": ("redis.exceptions.ConnectionError", "redis.exceptions.TimeoutError"),
     # google-api-core: RetryError once the timeout passes (build_retry_error).
     "google-api-core": ("google.api_core.exceptions.RetryError",),
+    # httpcore retries failed connections only, then re-raises the last: httpx maps it.
+    "httpx": ("httpx.ConnectError", "httpx.ConnectTimeout"),
 }
-_RETRY_LIBRARIES = ("urllib3", "requests", "botocore", "redis", "google-api-core")
+_RETRY_LIBRARIES = ("urllib3", "requests", "botocore", "redis", "google-api-core", "httpx")
 _BUILDERS = ("Session", "session", "mount", "client", "create_client", "resource", "Redis", "StrictRedis",
-             "RedisCluster", "from_url", "PoolManager", "ProxyManager")
+             "RedisCluster", "from_url", "PoolManager", "ProxyManager", "Client", "AsyncClient")
 
 #: Narrowing keeps the definitions that build sessions and clients (``__init__``): they say
 #: which calls retry on their own, but never make a file worth parsing by themselves.
@@ -240,6 +246,14 @@ class Layers:
             if policy is None or policy.source != "urllib3":
                 return None
             return Carried(policy, f"`{name}` is a `PoolManager(retries=...)`", _FAMILIES["urllib3"])
+        if names & HTTPX_CLIENTS:
+            if method not in HTTPX_CALLS:
+                return None
+            policy = self._policy_at(keywords.get("transport"))
+            if policy is None or policy.source != "httpx":
+                return None
+            return Carried(policy, f"`{name}` is an httpx client whose transport retries failed connections",
+                           _FAMILIES["httpx"])
         if names & REDIS_CLIENTS:
             policy = self._policy_at(keywords.get("retry"))
             if policy is None or policy.source != "redis":
@@ -524,6 +538,12 @@ _BASES = {
     "redis.exceptions.ConnectionError": ("redis.exceptions.RedisError",),
     "redis.exceptions.TimeoutError": ("redis.exceptions.RedisError",),
     "google.api_core.exceptions.RetryError": ("google.api_core.exceptions.GoogleAPIError",),
+    "httpx.ConnectError": ("httpx.NetworkError",),
+    "httpx.NetworkError": ("httpx.TransportError",),
+    "httpx.ConnectTimeout": ("httpx.TimeoutException",),
+    "httpx.TimeoutException": ("httpx.TransportError",),
+    "httpx.TransportError": ("httpx.RequestError",),
+    "httpx.RequestError": ("httpx.HTTPError",),
     "ConnectionError": ("OSError",),
     "TimeoutError": ("OSError",),
     "ConnectionResetError": ("ConnectionError",),

@@ -18,6 +18,7 @@ _TURN_OFF = {
     "botocore": '`Config(retries={"total_max_attempts": 1})`',
     "redis": "`retry=Retry(NoBackoff(), 0)`",
     "google-api-core": "`retry=None`",
+    "httpx": "`retries=0` on the transport",
 }
 
 
@@ -89,6 +90,8 @@ class RetryAmplification(Rule):
       (botocore's `max_attempts` counts *retries* in every mode: `{"max_attempts": 5,
       "mode": "standard"}` makes 6 attempts; `total_max_attempts` counts them all; with
       neither, standard and adaptive make 3 and legacy 5);
+    - a call on an httpx client built with `transport=httpx.HTTPTransport(retries=N)`
+      (it retries failed connections, then raises `httpx.ConnectError`/`ConnectTimeout`);
     - a call on a redis client built with `retry=Retry(...)`, or a call given
       `retry=` a google-api-core `Retry(...)`;
     - a call to a function of the same module (or a method of the same class) that has
@@ -369,6 +372,19 @@ class RetryAmplification(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import httpx, tenacity
+
+            client = httpx.Client(transport=httpx.HTTPTransport(retries=3), timeout=5)
+
+            @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(httpx.TransportError))
+            def fetch(url):
+                return client.get(url)
+            """,
+            line=6,
+            message="3 × 4 = 12 attempts per call",
+        ),
         Invalid(
             """
             import requests, tenacity

@@ -721,3 +721,55 @@ def test_a_google_retry_used_as_a_decorator_is_not_told_to_take_retry_none():
     )
     findings, _ = _rty501(given)
     assert len(findings) == 1 and "turn the inner one off with `retry=None`" in findings[0].message
+
+
+HTTPX_TENACITY = textwrap.dedent(
+    """
+    import httpx
+    import tenacity
+
+    client = httpx.Client(transport=httpx.HTTPTransport(retries=3), timeout=5)
+
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(3), retry=tenacity.retry_if_exception_type(CAUGHT), reraise=True)
+    def fetch(url):
+        return client.get(url)
+    """
+)
+
+
+@pytest.mark.parametrize("caught", ["httpx.TransportError", "httpx.ConnectError", "httpx.HTTPError"])
+def test_a_retry_around_an_httpx_client_whose_transport_retries_connections(caught, monkeypatch):
+    httpx = pytest.importorskip("httpx")
+    import httpcore
+    from httpcore._backends.sync import SyncBackend
+
+    source = HTTPX_TENACITY.replace("CAUGHT", caught)
+    findings, _ = _rty501(source)
+    assert len(findings) == 1
+    message = findings[0].message
+    assert "3 × 4 = 12 attempts per call" in message
+    assert "turn the inner one off with `retries=0` on the transport" in message
+    connects = []
+
+    def refuse(self, host, port, **kwargs):
+        connects.append((host, port))
+        raise httpcore.ConnectError("refused")
+
+    monkeypatch.setattr(SyncBackend, "connect_tcp", refuse)
+    monkeypatch.setattr(SyncBackend, "sleep", lambda self, seconds: None)  # httpcore's own backoff
+    with pytest.raises(httpx.ConnectError):
+        _run(source)["fetch"]("http://127.0.0.1:9/")
+    assert len(connects) == _product(message) == 12
+
+
+@pytest.mark.parametrize("source", [
+    # the outer retry catches only read timeouts: the transport's give-up (ConnectError) passes through
+    HTTPX_TENACITY.replace("CAUGHT", "httpx.ReadTimeout"),
+    # no retries on the transport
+    HTTPX_TENACITY.replace("CAUGHT", "httpx.TransportError").replace("httpx.HTTPTransport(retries=3)", "httpx.HTTPTransport()"),
+    HTTPX_TENACITY.replace("CAUGHT", "httpx.TransportError").replace("retries=3", "retries=0"),
+])
+def test_httpx_look_alikes_are_silent(source):
+    findings, _ = _rty501(source)
+    assert findings == []
