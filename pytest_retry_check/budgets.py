@@ -247,10 +247,13 @@ fix: bound the retry traffic, not only each call's retries:
     each of these turns a long outage into failed requests (dead letters), not into extra load"""
 
 
+NEVER_CALLED = "no client called the downstream, so there is nothing to judge: is the client wired to the downstream it is given, and did it run?"
+
+
 def _judge(report: BudgetReport) -> Tuple[str, ...]:
     problems: List[str] = []
     if report.requests == 0:
-        return ("no client called the downstream: is the client wired to the downstream it is given?",)
+        return (NEVER_CALLED,)
     ratio = report.retry_ratio
     if report.max_retry_ratio is not None and ratio > report.max_retry_ratio + 1e-12:
         problems.append(
@@ -375,6 +378,8 @@ class BudgetCheck:
 
 
 def failure_message(report: BudgetReport) -> str:
+    if report.problems == (NEVER_CALLED,):
+        return f"retry budget check failed: {NEVER_CALLED}\n{report.label}: {report.clients:,} clients, 0 calls\n"
     lines = ["retry budget check failed: the retries exceed the budget"]
     lines += [f"- {p}" for p in report.problems]
     return "\n".join(lines) + "\n" + report.describe() + FIX + "\n"

@@ -646,3 +646,14 @@ def test_the_marker_max_calls_also_limits_a_downstream_the_test_builds(pytester)
         """
     )
     pytester.runpytest_inprocess(*FAST).assert_outcomes(passed=3)
+
+
+# -- 16: a budget check with nothing to judge says so first, without budget advice -------------
+def test_a_budget_check_of_a_client_that_never_calls_is_headed_as_such():
+    from pytest_retry_check.budgets import budget_check
+
+    with pytest.raises(RetryCheckFailed) as info:
+        budget_check(lambda downstream: "wired to another client", clients=20)
+    message = str(info.value)
+    assert message.startswith("retry budget check failed: no client called the downstream")
+    assert "exceed the budget" not in message and "token bucket" not in message and "nan" not in message
