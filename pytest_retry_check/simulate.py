@@ -225,7 +225,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # and cap): under another model they are not claims to hold the run to.
     checks = ordering_checks(results) if aws_setup else []
     if checks:
-        print("the AWS post's findings:")
+        print("the orderings this comparison checks:")
         for text, holds in checks:
             print(f"  [{'ok' if holds else 'NO'}] {text}")
             failed |= not holds

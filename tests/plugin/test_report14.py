@@ -657,3 +657,29 @@ def test_a_budget_check_of_a_client_that_never_calls_is_headed_as_such():
     message = str(info.value)
     assert message.startswith("retry budget check failed: no client called the downstream")
     assert "exceed the budget" not in message and "token bucket" not in message and "nan" not in message
+
+
+# -- 19: the docs say what the code does --------------------------------------------------------
+import inspect  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+
+DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "plugin.md"
+
+
+def test_the_documented_simulate_signature_names_every_parameter():
+    from pytest_retry_check.simulation import simulate
+
+    line = next(l for l in DOC.read_text().splitlines() if l.startswith("`simulate(policy, *,"))
+    documented = set(re.findall(r"(\w+)=", line))
+    assert documented == set(inspect.signature(simulate).parameters) - {"policy"}
+
+
+def test_stamina_defaults_fail_as_the_docs_say():
+    import stamina
+
+    text = " ".join(DOC.read_text().split())
+    assert "defaults (0.1 s, max 5 s, jitter 1 s) fail" in text and "pass narrowly" not in text
+    client = lambda ds: stamina.retry(on=ConnectionError, timeout=None)(ds)()  # noqa: E731
+    with pytest.raises(RetryCheckFailed, match=r"waited exactly 5.000 s before retry #7"):
+        herd_check(client, clients=100)
