@@ -449,6 +449,11 @@ def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO
     if args.statistics:
         out.write(statistics(findings, args.output_format))
     else:
+        if args.output_format == "json" and any(f.fix is not None for f in findings):
+            from .runner import complete_fixes
+
+            # fix.edits as --fix applies them: the import it leaves unused removed, CRLF kept.
+            findings = complete_fixes(findings, result.sources)
         out.write(render(findings, args.output_format, unsafe))
     from .budget import over_budget
 

@@ -76,3 +76,54 @@ def apply(text: str, edits: Sequence[Edit]) -> Tuple[str, int]:
 
 def replace_content(edit: Edit, content: str) -> Edit:
     return Edit(edit.line, edit.column, edit.end_line, edit.end_column, content)
+
+
+def text_edits(before: str, after: str) -> Tuple[Edit, ...]:
+    """Edits, in ``before``'s coordinates, that turn ``before`` into ``after``: one per changed
+    run of lines, trimmed to what differs (a changed argument stays a small edit)."""
+    import difflib
+
+    old_lines = before.splitlines(keepends=True)
+    new_lines = after.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    edits = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        old = "".join(old_lines[i1:i2])
+        new = "".join(new_lines[j1:j2])
+        prefix = 0
+        while prefix < len(old) and prefix < len(new) and old[prefix] == new[prefix]:
+            prefix += 1
+        suffix = 0
+        while (suffix < len(old) - prefix and suffix < len(new) - prefix
+               and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]):
+            suffix += 1
+        start = _position(old_lines, i1, prefix)
+        end = _position(old_lines, i1, len(old) - suffix)
+        edits.append(Edit(start[0], start[1], end[0], end[1], new[prefix:len(new) - suffix]))
+    return tuple(edits)
+
+
+def _position(lines: Sequence[str], first: int, offset: int) -> Tuple[int, int]:
+    """(line, column), 1-based, of ``offset`` characters into the text from line ``first`` (0-based)."""
+    index = first
+    while index < len(lines) and offset >= len(lines[index]):
+        offset -= len(lines[index])
+        index += 1
+        if offset == 0:
+            return index + 1, 1
+    return index + 1, offset + 1
+
+
+def complete_fix(text: str, fix: Fix) -> Fix:
+    """The fix as ``--fix`` applies it to ``text`` on its own: its edits with the file's line
+    endings, plus the removal of an import it leaves unused (``wait_exponential`` once the call
+    is ``wait_random_exponential``), all in ``text``'s coordinates, for ``--output-format json``."""
+    from .fix_imports import remove_newly_unused_imports
+
+    fixed, _ = apply(text, fix.edits)
+    if fixed == text:
+        return fix
+    tidy = remove_newly_unused_imports(text, fixed)
+    return Fix(fix.safety, fix.message, text_edits(text, tidy))

@@ -45,6 +45,8 @@ class RunResult:
     warnings: List[tuple] = field(default_factory=list)
     #: fixes written by --fix
     fixed: int = 0
+    #: the text of what was not read from a file (standard input), by its displayed name
+    sources: Dict[str, str] = field(default_factory=dict)
 
     @property
     def files(self) -> int:
@@ -313,8 +315,34 @@ def run_stdin(text: str, filename: Optional[str], settings: Settings, root: Path
 
         [report] = run_each([(text, filename or "-")], settings, 1, budget, _check_text_plain)  # type: ignore[list-item]
     _collect(result, report, settings, root)
+    result.sources[filename or "-"] = text
     note_noqa_codes(result, filename or "-", text.encode("utf-8", "surrogatepass"), text)
     return result
+
+
+def complete_fixes(findings: Sequence["Finding"], sources: Dict[str, str]) -> List["Finding"]:
+    """Each finding with its fix as ``--fix`` applies it (see :func:`retrylint.fix_model.complete_fix`):
+    the file's line endings, and the import the fix leaves unused removed. For
+    ``--output-format json``, whose ``fix.edits`` a tool may apply itself."""
+    from .fix_model import complete_fix
+
+    texts: Dict[str, Optional[str]] = dict(sources)
+    out = []
+    for finding in findings:
+        if finding.fix is not None and finding.fix.edits:
+            if finding.path not in texts:
+                try:
+                    texts[finding.path] = read_for_fix(Path(finding.path))[0]
+                except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+                    texts[finding.path] = None
+            text = texts[finding.path]
+            if text is not None:
+                try:
+                    finding = replace(finding, fix=complete_fix(text, finding.fix))
+                except Exception:  # noqa: BLE001 - the edits as the rule wrote them, rather than none
+                    pass
+        out.append(finding)
+    return out
 
 
 # ---------------------------------------------------------------- fixing

@@ -340,3 +340,72 @@ def test_line_length_is_read_as_ruff_finds_it(tmp_path):
     other.mkdir()
     (other / "pyproject.toml").write_text("[tool.ruff.lint]\nselect = ['F']\n")  # ruff's, no length: 88
     assert _line_length_in(str(other)) == 88
+
+
+# -- report item 5: JSON fix.edits are the edits --fix applies ---------------------------------
+
+def _apply_json_edits(data: bytes, findings) -> bytes:
+    """Apply a JSON report's edits as a tool would: rows and columns over the file's own lines."""
+    text = data.decode("utf-8")
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(row, column):
+        return len(text) if row - 1 >= len(lines) else starts[row - 1] + column - 1
+
+    spans = sorted(((offset(e["location"]["row"], e["location"]["column"]),
+                     offset(e["end_location"]["row"], e["end_location"]["column"]), e["content"])
+                    for f in findings if f["fix"] for e in f["fix"]["edits"]), reverse=True)
+    for start, end, content in spans:
+        text = text[:start] + content + text[end:]
+    return text.encode("utf-8")
+
+
+TENACITY_SWAP = """\
+from tenacity import retry, stop_after_attempt, wait_exponential
+
+
+@retry(stop=stop_after_attempt(5), wait=wait_exponential(min=4, max=10))
+def fetch(url):
+    return url
+"""
+
+SLEEP_LOOP = "import time\n\n" + LOOP
+
+
+@pytest.mark.parametrize("source", [TENACITY_SWAP, SLEEP_LOOP, TENACITY_SWAP.replace("\n", "\r\n"),
+                                    SLEEP_LOOP.replace("\n", "\r\n")],
+                         ids=["tenacity", "sleep", "tenacity-crlf", "sleep-crlf"])
+def test_json_edits_are_what_fix_writes(project, run, source):
+    import json
+
+    path = project.root / "app.py"
+    path.write_bytes(source.encode())
+    code, out, err = run("check", "--no-cache", "--output-format", "json", "app.py")
+    findings = [f for f in json.loads(out) if f["fix"]]
+    assert len(findings) == 1, out
+    by_json = _apply_json_edits(source.encode(), findings)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    assert by_json == path.read_bytes()
+    if "tenacity" in source:
+        assert b"wait_exponential," not in by_json and b"wait_exponential\r" not in by_json
+        assert b"import retry, stop_after_attempt, wait_random_exponential" in by_json
+    if "\r\n" in source:
+        assert by_json.count(b"\n") == by_json.count(b"\r\n")
+        assert all("\n" not in e["content"] or "\r\n" in e["content"]
+                   for f in findings for e in f["fix"]["edits"])
+
+
+def test_json_edits_from_standard_input_are_what_fix_writes(project, run, monkeypatch):
+    import io
+    import json
+    import sys
+
+    source = TENACITY_SWAP.replace("\n", "\r\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.encode()), newline=""))
+    code, out, err = run("check", "--no-cache", "--output-format", "json", "-")
+    findings = json.loads(out)
+    by_json = _apply_json_edits(source.encode(), findings)
+    assert by_json == fix_source(source, "-", ALL, True).fixed.encode()
