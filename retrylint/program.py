@@ -19,6 +19,7 @@ import itertools
 import hashlib
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
@@ -698,6 +699,33 @@ def _unless_off(value: Any) -> Any:
 # ---------------------------------------------------------------- the program
 
 
+#: (package folder, name) -> the files of the package that mention the name (None: too many files).
+_MENTIONS: Dict[Tuple[str, str], Optional[List[str]]] = {}
+_MENTION_FILES = 3000
+
+
+def _files_mentioning(top: Path, name: str, recursive: bool) -> Optional[List[str]]:
+    pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+    files = top.rglob("*.py") if recursive else top.glob("*.py")
+    found = []
+    for count, file in enumerate(files):
+        if count >= _MENTION_FILES:
+            return None
+        try:
+            if pattern.search(file.read_bytes()):
+                found.append(str(file))
+        except OSError:
+            continue
+    return found
+
+
+def _file_digest(file: Path) -> str:
+    try:
+        return digest(file.read_bytes())
+    except OSError:
+        return ""
+
+
 def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -782,6 +810,25 @@ class Program:
             return os.path.relpath(file)
         except ValueError:
             return str(file)
+
+    def mentioned_elsewhere(self, name: str) -> bool:
+        """Does another module of the package mention ``name`` (a caller we do not read from
+        here, which may pass other values)? Standard input sees no other module. Files that
+        mention it become dependencies; a file that starts mentioning it later is not noticed
+        by a cached result (a known limit of this one question)."""
+        if self.path is None:
+            return False
+        top = self.root / self.package.split(".")[0] if self.package and self.root is not None else self.path.parent
+        key = (str(top), name)
+        if key not in _MENTIONS:
+            _MENTIONS[key] = _files_mentioning(top, name, recursive=bool(self.package))
+        found = _MENTIONS[key]
+        if found is None:
+            return True  # too many files to read: assume a caller elsewhere
+        others = [f for f in found if f != str(self.path)]
+        for other in others:
+            self.dependencies.setdefault(other, _file_digest(Path(other)))
+        return bool(others)
 
     # -- questions the extractors ask
 

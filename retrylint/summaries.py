@@ -121,13 +121,14 @@ _PERSON_CALLS = _PERSON_READS | {"prompt", "confirm"}
 
 
 def _asks_a_person(func: ast.AST) -> bool:
+    own = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)} if isinstance(func, _FUNCTIONS) else set()
     for node in ast.walk(func):
         if isinstance(node, ast.Call):
             called = node.func
             name = called.id if isinstance(called, ast.Name) else called.attr if isinstance(called, ast.Attribute) else ""
             if name in _PERSON_CALLS:
                 return True
-            if any(isinstance(arg, ast.Name) and arg.id in _PERSON_READS for arg in node.args):
+            if any(isinstance(arg, ast.Name) and arg.id in _PERSON_READS and arg.id not in own for arg in node.args):
                 return True
     return False
 

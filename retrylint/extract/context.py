@@ -483,6 +483,14 @@ class ModuleContext:
             origin = f"default of `{key[0]}({key[1]}=...)`, as called without it"  # type: ignore[index]
             self.outside_values.append((use, Value(value, origin, self.path, lines[0])))
 
+    def parameter_unset(self, param: cst.Param) -> bool:
+        """No caller anywhere in the package can be passing this parameter: none in this
+        module, and no other module of the package mentions the function."""
+        key = self._parameter_key(param)
+        if key is None or self.parameter_values(param) is not None:
+            return False
+        return not self.program.mentioned_elsewhere(key[0])
+
     def _parameter_key(self, param: cst.Param) -> Optional[Tuple[str, str, Optional[int], bool, Optional[str]]]:
         """(function, parameter, position a caller writes it at or None, is a method) for
         :meth:`Program.arguments_for`; None for ``self``, ``*args``/``**kwargs``, a lambda's."""

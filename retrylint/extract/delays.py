@@ -338,7 +338,7 @@ def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
                 inner = _sub(constant, env)
                 return inner if inner.kind == "const" else CONST_UNKNOWN
         if env.defaults and len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].value is not None \
-                and env.ctx.parameter_values(bindings[0].node) is None:  # type: ignore[arg-type]
+                and env.ctx.parameter_unset(bindings[0].node):  # type: ignore[arg-type]
             inner = _sub(bindings[0].value, env)
             return inner if inner.kind == "const" else CONST_UNKNOWN
         if env.callers and len(bindings) == 1 and bindings[0].kind == "param":

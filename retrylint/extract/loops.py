@@ -342,9 +342,10 @@ def _prompts(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
                 return True
             if _PROMPT_NAME.search(last_name(node.func) or ""):
                 return True
-            if any(isinstance(arg.value, cst.Name) and arg.value.value in ("input", "raw_input", "getpass")
+            if any(arg.keyword is None and isinstance(arg.value, cst.Name)
+                   and ctx.qualified_names(arg.value) & {"input", "raw_input", "getpass.getpass"}
                    for arg in node.args):
-                return True  # ``await loop.run_in_executor(None, input, "Code: ")``
+                return True  # ``await loop.run_in_executor(None, input, "Code: ")`` (not ``call(input=input)``)
             if ctx.summaries.asks_a_person(ctx.helper_key(node)):
                 return True  # ``self._ask_code()`` whose body calls ``input()``
     return False

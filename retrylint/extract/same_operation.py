@@ -387,7 +387,10 @@ def positioned_by_item(loop: cst.CSTNode, operation: cst.Call, ctx: ModuleContex
         return False
     line = ctx.location(operation).line
     for node in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
-        if not isinstance(node, cst.Call) or node is operation or ctx.location(node).line >= line:
+        if not isinstance(node, cst.Expr) or ctx.location(node).line >= line:
+            continue  # a call made for its effect (``seek``); a value it returns is an input, read as one
+        node = unwrap_await(node.value)  # type: ignore[assignment]
+        if not isinstance(node, cst.Call) or node is operation:
             continue
         if in_handler(node, loop, ctx) or _REPORTING.match(last_name(node.func) or ""):
             continue

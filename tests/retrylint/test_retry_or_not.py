@@ -8,6 +8,7 @@ its ``async`` twin, and both must get the same verdict.
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -2001,3 +2002,62 @@ def test_retries_off_by_default_fire_nothing(flavour, loop):
     assert _codes(head.replace("DEFAULT", "3"), flavour) == ["RTY201"]
     caller = "\n{def} use():\n    return {aw}fetch(None, 'u', retries=4)\n"
     assert _codes(head.replace("DEFAULT", "0") + caller, flavour) == ["RTY201"]
+
+
+def test_a_default_that_turns_retries_off_counts_only_when_no_module_of_the_package_calls_it(project, run):
+    """kafka-utils ``ssh(host, max_attempts=1, max_timeout=5)``: another module of the package
+    calls ``ssh(host, max_attempts=3, max_timeout=2)``, so the default decides nothing there and
+    the constant sleep is RTY202; with no other module mentioning ``ssh`` the loop never retries
+    as shipped."""
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/ssh.py", """
+        import time
+
+        def ssh(client, host, max_attempts=1, max_timeout=5):
+            attempts = 0
+            while attempts < max_attempts:
+                try:
+                    attempts += 1
+                    return client.connect(host)
+                except OSError:
+                    if attempts < max_attempts:
+                        time.sleep(max_timeout)
+            raise RuntimeError(host)
+    """)
+    code, out, _ = run("check", "--no-cache", "--output-format", "json", "--select", "RTY", "pkg")
+    assert code == 0 and json.loads(out) == []
+    project.write("pkg/restart.py", """
+        from .ssh import ssh
+
+        def restart(client, host):
+            return ssh(client, host, max_attempts=3, max_timeout=2)
+    """)
+    code, out, _ = run("check", "--no-cache", "--output-format", "json", "--select", "RTY", "pkg")
+    assert [f["code"] for f in json.loads(out)] == ["RTY202"]
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_parameter_named_input_is_no_prompt(flavour):
+    """dashscope ``__call_with_input(self, input)`` sends ``call(..., input=input)``: the name is
+    the request's payload, not the builtin ``input``; a helper handed its own ``input``
+    parameter asks nobody either. Both loops are retries with a fixed 2 s delay."""
+    source = """
+    class Service:
+        def _send(self, input):
+            return self.transport.run(self.prepare, input)
+
+        {def} call_with_input(self, input):
+            while True:
+                try:
+                    return {aw}self.call(model="m", input=input)
+                except ConnectionError:
+                    {sleep}(2)
+
+        {def} call_through_helper(self, input):
+            while True:
+                try:
+                    return self._send(input)
+                except ConnectionError:
+                    {sleep}(2)
+    """
+    assert [code for code, _ in _findings(source, flavour)] == ["RTY101", "RTY202", "RTY101", "RTY202"]
