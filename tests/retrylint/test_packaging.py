@@ -28,3 +28,13 @@ def test_license_is_an_spdx_expression():
     requires = data["build-system"]["requires"]
     assert any(r.replace(" ", "").startswith("setuptools>=") and int(r.split(">=")[1].split(".")[0].split(",")[0]) >= 77
                for r in requires), requires
+
+
+def test_the_license_text_ships():
+    """The metadata says MIT; the text it names is in the repository and declared as the
+    license file (PEP 639 ``license-files``), so wheels and sdists carry it."""
+    root = Path(__file__).resolve().parents[2]
+    data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    files = data["project"]["license-files"]
+    assert files == ["LICENSE"]
+    assert "MIT License" in (root / "LICENSE").read_text(encoding="utf-8")
