@@ -62,8 +62,58 @@ def _codes(value: str) -> List[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+def _selectors(value: str) -> List[str]:
+    """Rule selectors (codes, prefixes, names); an empty one is an error, as in ruff
+    (``--select ''`` would otherwise select nothing and pass every file)."""
+    codes = _codes(value)
+    if not codes:
+        raise argparse.ArgumentTypeError(f"unknown rule selector {value!r}: give a code, a prefix or a rule "
+                                         "name (e.g. RTY202, RTY2, fixed-delay-retry)")
+    return codes
+
+
+class _MissingArgument(Exception):
+    """A required argument is missing: raised instead of exiting, so that an unknown option that
+    took its place (``retrylint --bogus``, ``retrylint explain --bogus``) is named instead."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        if message.startswith("the following arguments are required"):
+            raise _MissingArgument(self, message)
+        super().error(message)
+
+
+def _unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> List[str]:
+    """The options in ``argv`` that neither the top level nor the subcommand named knows
+    (argparse's abbreviations, ``--sel`` for ``--select``, count as known)."""
+    subparsers = parser._defaults.get("subparsers", {})  # set by build_parser
+    known = [s for action in parser._actions for s in action.option_strings]
+    unknown = []
+    for token in argv:
+        if token == "--":
+            break
+        if token in subparsers and not unknown:
+            known += [s for action in subparsers[token]._actions for s in action.option_strings]
+            continue
+        if not token.startswith("-") or token == "-" or token.lstrip("-").replace(".", "", 1).isdigit():
+            continue
+        name = token.split("=", 1)[0]
+        if name.startswith("--"):
+            if not any(option.startswith(name) for option in known if option.startswith("--")):
+                unknown.append(token)
+        elif name[:2] not in known:
+            unknown.append(token)
+    return unknown
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="retrylint",
         description="Find retries that amplify outages: unbounded, immediate, fixed-delay, "
         "jitter-less or cap-less, retrying permanent errors.",
@@ -76,12 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check files and directories (default: .)")
     check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories; - reads standard input")
     _common(check)
-    check.add_argument("--select", type=_codes, action="append", metavar="CODES",
+    check.add_argument("--select", type=_selectors, action="append", metavar="CODES",
                        help="only these codes, prefixes or rule names (comma-separated); replaces the "
                        "configuration's selection, its ignore list included")
-    check.add_argument("--ignore", type=_codes, action="append", default=[], metavar="CODES",
+    check.add_argument("--ignore", type=_selectors, action="append", default=[], metavar="CODES",
                        help="skip these codes/prefixes (added to the configuration's)")
-    check.add_argument("--extend-select", type=_codes, action="append", default=[], metavar="CODES",
+    check.add_argument("--extend-select", type=_selectors, action="append", default=[], metavar="CODES",
                        help="add codes to the selection")
     check.add_argument("--exclude", type=_codes, action="append", metavar="PATTERNS",
                        help="folders and files to skip (comma-separated globs); replaces the configuration's "
@@ -157,7 +207,15 @@ def budget_of(args: argparse.Namespace):
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = parser.parse_known_args(arguments)
+    except _MissingArgument as missing:
+        unknown = _unknown_options(parser, arguments)
+        # ``retrylint --bogus``: the unknown option, not the COMMAND it left missing.
+        argparse.ArgumentParser.error(missing.parser, f"unrecognized arguments: {' '.join(unknown)}" if unknown
+                                      else missing.message)
+        raise  # pragma: no cover - error() exits
     if extra:
         # Reported with the subcommand's usage (``retrylint check --bogus``), not the top level's.
         args.subparsers[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
@@ -249,6 +307,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _to_output_file(args: argparse.Namespace, paths: List[str], resolver, err: TextIO) -> int:
     try:
+        # As ruff: missing folders on the way are created (``--output-file reports/ci/out.json``).
+        Path(args.output_file).parent.mkdir(parents=True, exist_ok=True)
         handle = open(args.output_file, "w", encoding="utf-8", newline="")
     except OSError as exc:
         raise UsageError(f"cannot write --output-file {args.output_file}: {exc.strerror or exc}") from None

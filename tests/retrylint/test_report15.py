@@ -409,3 +409,68 @@ def test_json_edits_from_standard_input_are_what_fix_writes(project, run, monkey
     findings = json.loads(out)
     by_json = _apply_json_edits(source.encode(), findings)
     assert by_json == fix_source(source, "-", ALL, True).fixed.encode()
+
+
+# -- report item 9 (minor): --output-file folders, --select '', retrylint --bogus --------------
+
+def test_output_file_creates_its_folders(project, run):
+    project.write("app.py", FIXED_FOREVER)
+    code, out, err = run("check", "--no-cache", "--output-file", "reports/ci/out.json", "--output-format", "json",
+                         "app.py")
+    assert code == 1 and out == ""
+    assert '"code": "RTY202"' in (project.root / "reports" / "ci" / "out.json").read_text()
+
+
+def test_output_file_that_cannot_be_written_is_one_error(project, run):
+    project.write("app.py", FIXED_FOREVER)
+    project.write("taken", "a file, not a folder\n")
+    code, out, err = run("check", "--no-cache", "--output-file", "taken/out.txt", "app.py")
+    assert code == 2 and err.startswith("retrylint: error: cannot write --output-file taken/out.txt")
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
+@pytest.mark.parametrize("value", ["", ",", " "])
+def test_an_empty_rule_selector_is_an_error(project, run, option, value):
+    project.write("app.py", FIXED_FOREVER)
+    with pytest.raises(SystemExit) as exit_:
+        run("check", "--no-cache", option, value, "app.py")
+    assert exit_.value.code == 2
+
+
+def test_an_empty_select_names_the_selector(project, capsys):
+    from retrylint.cli import main
+
+    project.write("app.py", FIXED_FOREVER)
+    with pytest.raises(SystemExit):
+        main(["check", "--select", "", "app.py"])
+    assert "argument --select: unknown rule selector ''" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["--bogus"], "usage: retrylint [-h]"),
+    (["explain", "--bogus"], "usage: retrylint explain"),
+    (["explain", "--bogus=3"], "usage: retrylint explain"),
+    (["rule", "--bogus"], "usage: retrylint rule"),
+    (["check", "--bogus"], "usage: retrylint check"),
+])
+def test_an_unknown_option_is_named_with_its_commands_usage(capsys, argv, usage):
+    from retrylint.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.startswith(usage), err
+    assert f"error: unrecognized arguments: {argv[-1]}\n" in err
+    assert "the following arguments are required" not in err
+
+
+@pytest.mark.parametrize("argv, missing", [([], "COMMAND"), (["explain"], "PATH[:LINE[:COL]]"),
+                                           (["explain", "--output-f", "json"], "PATH[:LINE[:COL]]")])
+def test_a_missing_argument_is_still_named(capsys, argv, missing):
+    from retrylint.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert f"error: the following arguments are required: {missing}\n" in capsys.readouterr().err
