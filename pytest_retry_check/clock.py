@@ -100,10 +100,21 @@ def _fake_asyncio_sleep(delay: float, result: Any = None) -> Any:
     clock = current_clock()
     if clock is not None and not _caller_ignored(1):
         if not isinstance(delay, bool) and isinstance(delay, (int, float)) and delay > 0:
+            left = clock.horizon_left()
+            if delay > left:  # "sleep until cancelled" (math.inf, 10**9): a timeout may end it first
+                record = clock.sleep(delay, kind="asyncio.sleep", advance=False, _depth=2, defer=True)
+                if record is not None:
+                    return _until_cancelled(_sleep_to_horizon(clock, record, left), clock, record)
             record = clock.sleep(delay, kind="asyncio.sleep", advance=False, _depth=2)
             if record is not None:
                 return _until_cancelled(_real_asyncio_sleep(delay, result), clock, record)
     return _real_asyncio_sleep(delay, result)
+
+
+async def _sleep_to_horizon(clock: "FakeClock", record: Any, left: float) -> Any:
+    # Wait (virtually) until the guard's horizon, then trip there, in the sleeping task.
+    await _real_asyncio_sleep(max(left, 0.0))
+    raise clock.trip_at_horizon(record)
 
 
 async def _until_cancelled(sleeping: Any, clock: "FakeClock", record: Any) -> Any:

@@ -215,11 +215,11 @@ class SchedulerClock(FakeClock):
 
     scheduler: Optional["ThreadScheduler"] = None
 
-    def sleep(self, seconds: object, *, kind: str = "sleep", advance: bool = True, _depth: int = 1) -> None:
+    def sleep(self, seconds: object, *, kind: str = "sleep", advance: bool = True, _depth: int = 1, defer: bool = False) -> None:
         __tracebackhide__ = True
         scheduler = self.scheduler
         if scheduler is None or not scheduler.is_client_thread():
-            return super().sleep(seconds, kind=kind, advance=advance, _depth=_depth + 1)
+            return super().sleep(seconds, kind=kind, advance=advance, _depth=_depth + 1, defer=defer)
         seconds = validate_sleep(seconds)
         scheduler.count_sleep()
         scheduler.wait(seconds)

@@ -320,14 +320,17 @@ class Timeline:
         return sum(s.seconds for s in self.sleeps)
 
     # -- moving it --------------------------------------------------------------------------
-    def sleep(self, seconds: object, *, kind: str = "sleep", advance: bool = True, _depth: int = 1) -> SleepRecord:
+    def sleep(self, seconds: object, *, kind: str = "sleep", advance: bool = True, _depth: int = 1, defer: bool = False) -> SleepRecord:
         """Record a sleep and advance virtual time by it; trips the guard past its limits.
 
         ``advance=False`` only records it: an asyncio loop moves the time when the timer is due.
+        ``defer=True`` (with ``advance=False``): a sleep past ``max_virtual_time`` (``math.inf``
+        included) is recorded instead of tripping at once; the caller trips when the guard's
+        horizon comes (see :meth:`horizon_left`), since a timeout may cancel it first.
         Returns the record.
         """
         __tracebackhide__ = True
-        seconds = validate_sleep(seconds)
+        seconds = math.inf if defer and seconds == math.inf else validate_sleep(seconds)
         where, caller = caller_locations(_depth)
         with self._lock:
             if self.tripped is not None:
@@ -337,7 +340,7 @@ class Timeline:
             since = (self._now_us - max(self._origin_us, self._guard_us)) / 1e6
             if count > self.max_sleeps:
                 raise self.trip(f"{count} sleeps exceed max_sleeps={self.max_sleeps}", pending=record)
-            if since + seconds > self.max_virtual_time:
+            if since + seconds > self.max_virtual_time and not defer:
                 raise self.trip(
                     f"sleeping {format_seconds(seconds)} at +{format_seconds(since)} would pass "
                     f"max_virtual_time={format_seconds(self.max_virtual_time)}",
@@ -349,6 +352,18 @@ class Timeline:
             if count * 2 >= self.max_sleeps or (since + seconds) * 2 >= self.max_virtual_time:
                 self.nearing_guard()
             return record
+
+    def horizon_left(self) -> float:
+        """Virtual seconds until the guard's ``max_virtual_time`` (counted as sleeps are)."""
+        return self.max_virtual_time - (self._now_us - max(self._origin_us, self._guard_us)) / 1e6
+
+    def trip_at_horizon(self, record: SleepRecord) -> RetryGuardTripped:
+        """The guard's exception for a deferred sleep (``defer=True``) still running at the horizon."""
+        asked = record.requested if record.requested is not None else record.seconds
+        return self.trip(
+            f"sleeping {format_seconds(asked)} at +{format_seconds(record.at)} would pass "
+            f"max_virtual_time={format_seconds(self.max_virtual_time)}"
+        )
 
     def cut_short(self, record: SleepRecord) -> None:
         """The sleep ``record`` ended now, before its time (cancelled): record what elapsed."""

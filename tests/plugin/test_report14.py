@@ -683,3 +683,28 @@ def test_stamina_defaults_fail_as_the_docs_say():
     client = lambda ds: stamina.retry(on=ConnectionError, timeout=None)(ds)()  # noqa: E731
     with pytest.raises(RetryCheckFailed, match=r"waited exactly 5.000 s before retry #7"):
         herd_check(client, clients=100)
+
+
+# -- 14: "sleep until cancelled" works under the clock ------------------------------------------
+import math  # noqa: E402
+
+from pytest_retry_check import RetryGuardTripped  # noqa: E402
+
+
+@pytest.mark.parametrize("forever", [math.inf, 10**9])
+def test_a_long_sleep_cut_short_by_a_timeout_counts_what_elapsed(fake_clock, forever):
+    async def main():
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.sleep(forever), timeout=600)
+
+    asyncio.run(main())
+    assert fake_clock.now() == pytest.approx(600, abs=1e-5) and fake_clock.total_slept == pytest.approx(600, abs=1e-5)
+    assert fake_clock.sleeps[-1].requested == forever and fake_clock.tripped is None
+
+
+def test_a_sleep_past_the_guard_that_nobody_cancels_still_trips(fake_clock):
+    async def main():
+        await asyncio.sleep(math.inf)
+
+    with pytest.raises(RetryGuardTripped, match="would pass max_virtual_time"):
+        asyncio.run(main())
