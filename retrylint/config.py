@@ -120,6 +120,14 @@ def load_config(path: Path) -> Config:
     else:
         section = data.get("tool", {}).get("retrylint", data) if isinstance(data.get("tool"), dict) else data
         where = str(path)
+        if section is not data:
+            # Settings at the top level and a [tool.retrylint] table: one of them would be dropped
+            # silently; an ignored key is an error, never ignored.
+            others = [key for key in data if key != "tool"]
+            if others:
+                raise ConfigError(f"{path}: settings both at the top level ({', '.join(repr(k) for k in others)}) "
+                                  "and in [tool.retrylint]: use one of them")
+            where = f"{path} [tool.retrylint]"
     if not isinstance(section, dict):
         raise ConfigError(f"{where}: expected a table")
     return _from_table(section, where, path)

@@ -474,3 +474,14 @@ def test_a_missing_argument_is_still_named(capsys, argv, missing):
         main(argv)
     assert exit_.value.code == 2
     assert f"error: the following arguments are required: {missing}\n" in capsys.readouterr().err
+
+
+def test_a_retrylint_toml_with_top_level_keys_and_a_table_is_an_error(project, run):
+    project.write("retrylint.toml", 'ignore = ["RTY202"]\n\n[tool.retrylint]\nselect = ["RTY"]\n')
+    project.write("app.py", FIXED_FOREVER)
+    code, out, err = run("check", "--no-cache", "app.py")
+    assert code == 2
+    assert "retrylint.toml: settings both at the top level ('ignore') and in [tool.retrylint]" in err
+    project.write("retrylint.toml", '[tool.retrylint]\nignore = ["RTY202"]\n')
+    code, out, err = run("check", "--no-cache", "app.py")
+    assert found(out) == ["RTY101"]
