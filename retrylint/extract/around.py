@@ -8,7 +8,7 @@ import ast
 from typing import Collection, List, Optional, Sequence
 
 from ..model import RetryPolicy
-from ..narrowing import Source, Trigger, Words
+from ..narrowing import AllOf, Source, Trigger, Words
 from . import idempotency, visibility
 from .context import ModuleContext
 
@@ -34,6 +34,15 @@ WINDOWS = Trigger(text=Words(*WINDOW_WORDS), statements=_STATEMENTS, confirm=_ha
 #: Limits, acks and heartbeats help to read a window: kept, never a reason to parse a file.
 WINDOW_CONTEXT = Trigger(text=Words(*WINDOW_WORDS), statements=_STATEMENTS, confirm=_has(_CONTEXT_WORDS),
                          context=True)
+#: A celery app on a literal redis broker URL with no ``visibility_timeout``: kombu's default
+#: window (1 h) applies, judged against the module's acks_late limits and countdowns.
+_REDIS_URLS = ("redis://", "rediss://", "redis+socket://", "sentinel://")
+_HOLDS_WORDS = ("time_limit", "TIME_LIMIT", "countdown", "retry_backoff", "default_retry_delay")
+REDIS_BROKER_TEXT = AllOf(Words(*_REDIS_URLS), Words("acks_late", "ACKS_LATE", "countdown", "retry_backoff",
+                                                     "default_retry_delay"))
+REDIS_BROKER = Trigger(text=REDIS_BROKER_TEXT, statements=_STATEMENTS, confirm=_has(_REDIS_URLS))
+REDIS_BROKER_CONTEXT = Trigger(text=REDIS_BROKER_TEXT, statements=_STATEMENTS,
+                               confirm=_has(_CONTEXT_WORDS + _HOLDS_WORDS), context=True)
 #: The receives whose consumers RTY502 reads.
 RECEIVES = Trigger(text=Words(*WINDOW_WORDS), calls=frozenset(visibility.RECEIVES + ("apply_async",)), context=True)
 #: POSTs of a session mounted with a retrying adapter may be anywhere in the module.
@@ -52,12 +61,13 @@ def _header_property(statement: ast.stmt, source: Source) -> bool:
 #: ``self._headers`` read through a ``@property`` (RTY503 looks for an idempotency key in it).
 HEADER_PROPERTIES = Trigger(text=Words("property"), statements=(ast.FunctionDef,), confirm=_header_property, context=True)
 
-TRIGGERS: List[Trigger] = [WINDOWS, WINDOW_CONTEXT, RECEIVES, CREATES_CONTEXT, HEADER_PROPERTIES]
+TRIGGERS: List[Trigger] = [WINDOWS, WINDOW_CONTEXT, REDIS_BROKER, REDIS_BROKER_CONTEXT, RECEIVES, CREATES_CONTEXT,
+                           HEADER_PROPERTIES]
 
 
 def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy], active: Optional[Collection[Trigger]] = None) -> List[object]:
     out: List[object] = []
     out.extend(idempotency.extract(ctx, policies))
-    if active is None or WINDOWS in active:
+    if active is None or WINDOWS in active or REDIS_BROKER in active:
         out.extend(visibility.extract(ctx, policies))
     return out

@@ -14,7 +14,8 @@ or nothing is judged:
   option), for its run time, bounded by ``time_limit`` (``task_time_limit``), or at least
   ``soft_time_limit`` when that is the only limit. Without ``acks_late`` the message is acked
   before the task runs, so a long task is not redelivered. ``apply_async(countdown=N)`` holds
-  its ETA message for ``N`` s as well.
+  its ETA message for ``N`` s as well. With no ``visibility_timeout`` and the module's one broker
+  URL a literal ``redis://`` URL, kombu's redis default (1 h) is the window.
 * **SQS** (``receive_message(VisibilityTimeout=N)``; or one ``VisibilityTimeout`` given to
   ``create_queue``/``set_queue_attributes`` in the module), **Pub/Sub** synchronous ``pull``
   (one ``ack_deadline_seconds`` given to ``create_subscription`` in the module) and **Service
@@ -71,7 +72,12 @@ CELERY_SETTINGS = {
     "celeryd_task_soft_time_limit": "soft_time_limit",
     "task_acks_late": "acks_late",
     "acks_late": "acks_late",  # CELERY_ACKS_LATE, once the prefix is dropped
+    "broker_url": "broker",
 }
+#: kombu's redis transport hides an unacknowledged message for an hour when no
+#: ``visibility_timeout`` is given (``kombu.transport.redis.Channel.visibility_timeout``).
+REDIS_VISIBILITY_DEFAULT = 3600.0
+_REDIS_SCHEMES = ("redis://", "rediss://", "redis+socket://", "sentinel://")
 
 
 def _setting(name: str) -> Optional[str]:
@@ -165,7 +171,7 @@ def _celery_settings(ctx: ModuleContext) -> _Settings:
                 continue
             positional, keywords = call_args(node)
             for key, expr in keywords.items():
-                settings.add(key, expr, node)
+                settings.add("broker_url" if is_app and key == "broker" else key, expr, node)
             if is_conf_update and positional:
                 for key, expr in (_dict_items(positional[0], ctx) or {}).items():
                     settings.add(key, expr, node)
@@ -213,16 +219,22 @@ def _renewal_limit(ctx: ModuleContext) -> Optional[Tuple[float, cst.CSTNode]]:
 def _celery(ctx: ModuleContext, policies: Sequence[RetryPolicy], heartbeat: bool) -> List[VisibilityWindow]:
     settings = _celery_settings(ctx)
     transport = settings.one("transport")
-    if transport is None:
-        return []
-    options = _dict_items(transport[0], ctx)
-    if not options or "visibility_timeout" not in options:
-        return []
-    window = _number(options["visibility_timeout"], ctx)
-    if not known(window):
-        return []
-    window_line = ctx.location(transport[1]).line
-    window_text = f"transport's `visibility_timeout` of {format_seconds(window)} (line {window_line})"
+    options = _dict_items(transport[0], ctx) if transport is not None else None
+    if transport is not None and not options:
+        return []  # options we cannot read may set it
+    if options and "visibility_timeout" in options:
+        window = _number(options["visibility_timeout"], ctx)
+        if not known(window):
+            return []
+        window_line = ctx.location(transport[1]).line  # type: ignore[index]
+        window_text = f"transport's `visibility_timeout` of {format_seconds(window)} (line {window_line})"
+    else:
+        broker = _redis_broker(settings, ctx)
+        if broker is None:
+            return []
+        window = REDIS_VISIBILITY_DEFAULT
+        window_text = (f"redis transport's default `visibility_timeout` of {format_seconds(window)} (kombu's, for the "
+                       f"broker of line {ctx.location(broker).line}; nothing sets another)")
     acks_late_setting = settings.one("acks_late")
     conf_acks_late = _truth(acks_late_setting[0], ctx) if acks_late_setting else False
     conf_limit = _limit(settings, ctx)
@@ -266,6 +278,18 @@ def _celery(ctx: ModuleContext, policies: Sequence[RetryPolicy], heartbeat: bool
         out.append(_window(ctx, decorator_call, "celery", window, window_text, longest[0],
                            f"task `{task.name.value}`: {longest[1]}", heartbeat))
     return out
+
+
+def _redis_broker(settings: _Settings, ctx: ModuleContext) -> Optional[cst.CSTNode]:
+    """Where the module's one broker URL is a literal ``redis://`` (or ``rediss://``…) URL."""
+    found = settings.one("broker")
+    if found is None:
+        return None
+    resolved = resolve(found[0], ctx)
+    text = resolved.evaluated_value if isinstance(resolved, cst.SimpleString) else None
+    if isinstance(text, str) and text.startswith(_REDIS_SCHEMES):
+        return found[1]
+    return None
 
 
 def _limit(settings: _Settings, ctx: ModuleContext) -> Optional[Tuple[float, str, cst.CSTNode]]:

@@ -22,7 +22,8 @@ class HandlerOutlivesVisibilityTimeout(Rule):
     Finds consumers that can hold a message longer than the queue hides it from other
     consumers, with nothing that extends the window:
 
-    - celery with `broker_transport_options={"visibility_timeout": N}` (SQS, redis): a
+    - celery with `broker_transport_options={"visibility_timeout": N}` (SQS, redis; on a
+      literal `redis://` broker URL with none given, kombu's default of 1 h): a
       task whose retry countdown is longer than `N` (a retried task waits as an
       unacknowledged ETA message, as does `apply_async(countdown=...)`), or, with
       `acks_late`, whose `time_limit` (`task_time_limit`, else at least `soft_time_limit`) is;

@@ -806,3 +806,46 @@ def test_a_hand_written_retry_in_a_helper_called_after_the_receive_is_followed()
 ])
 def test_a_helper_retry_look_alikes_are_silent(body):
     assert findings(HELPER.replace("{body}", body)) == []
+
+
+# ---------------------------------------------------------------- RTY502: kombu's redis default window (audit, minor)
+
+REDIS_DEFAULT = """
+import os
+from celery import Celery
+
+app = Celery("shop", broker=BROKER)
+{conf}
+
+@app.task(acks_late=True, time_limit=LIMIT)
+def export(report_id):
+    build(report_id)
+"""
+
+
+def test_the_redis_transport_default_is_kombus():
+    import kombu.transport.redis as redis
+
+    assert redis.Channel.visibility_timeout == visibility.REDIS_VISIBILITY_DEFAULT == 3600
+
+
+def test_a_celery_app_on_redis_without_a_visibility_timeout_uses_kombus_default():
+    code = REDIS_DEFAULT.replace("BROKER", '"redis://localhost:6379/0"').replace("LIMIT", "7200").replace("{conf}", "")
+    for narrowing in (True, False):
+        found = findings(code, narrowing=narrowing)
+        assert [(c, line) for c, line, _ in found] == [("RTY502", 8)]
+        assert ("with `acks_late` it may run for up to `time_limit` = 2 h before its message is acked: longer than the "
+                "redis transport's default `visibility_timeout` of 1 h") in found[0][2]
+
+
+@pytest.mark.parametrize("broker, limit, conf", [
+    ('"redis://localhost:6379/0"', "1800", ""),  # under the hour
+    ('"amqp://guest@localhost//"', "7200", ""),  # RabbitMQ: no visibility timeout
+    ('os.environ["BROKER_URL"]', "7200", ""),  # not known
+    ('"redis://localhost:6379/0"', "7200", 'app.conf.broker_transport_options = {"visibility_timeout": 10800}'),
+    ('"redis://localhost:6379/0"', "7200", "app.conf.broker_transport_options = TRANSPORT_OPTIONS"),  # not readable
+])
+def test_redis_default_look_alikes_are_silent(broker, limit, conf):
+    code = REDIS_DEFAULT.replace("BROKER", broker).replace("LIMIT", limit).replace("{conf}", conf)
+    assert findings(code) == []
+    assert findings(code, narrowing=False) == []
