@@ -72,6 +72,7 @@ def _one_pass(text: str, old_imports, old_used: Set[str]) -> str:
         edit = _removal(statement, index, lines)
         if edit is not None:
             edits.append(edit)
+            edits.extend(_comment_moved(statement, index, lines, edit, old_imports))
             done.add(id(statement))
     if not edits:
         return text
@@ -122,3 +123,26 @@ def _remove_item(lines: List[str], items: List[Location], index: int) -> Edit:
         return Edit(where.line, where.column, following.line, following.column, "")
     previous = items[index - 1]
     return Edit(previous.end_line, previous.end_column, where.end_line, where.end_column, "")
+
+
+def _comment_moved(statement: ast.stmt, index: int, lines: List[str], removal: Edit, old_imports) -> List[Edit]:
+    """A removed name alone on its line with a comment (``wait_exponential,  # backoff``), next to
+    the name a fix put in its place (``wait_random_exponential,``, on a line of its own with no
+    comment): the comment moves to that line instead of being lost."""
+    names = statement.names  # type: ignore[attr-defined]
+    alias = names[index]
+    if getattr(alias, "lineno", None) is None or removal.column != 1 or removal.end_line != removal.line + 1:
+        return []  # not a whole line removed
+    line = lines[alias.lineno - 1].rstrip("\r\n")
+    code, hash_, comment = line.partition("#")
+    if not hash_:
+        return []
+    for other in names:
+        local = other.asname or other.name.split(".")[0]
+        if other is alias or local in old_imports or getattr(other, "lineno", None) not in (alias.lineno - 1, alias.lineno + 1):
+            continue
+        text = lines[other.lineno - 1].rstrip("\r\n")
+        if "#" in text or any(o is not other and getattr(o, "lineno", None) == other.lineno for o in names):
+            continue
+        return [Edit(other.lineno, len(text) + 1, other.lineno, len(text) + 1, "  #" + comment)]
+    return []

@@ -165,7 +165,19 @@ class Fixer:
         """Remove one item of a comma-separated list (arguments, imported names) from the text."""
         where = items[index]
         if self._alone_on_lines(where) and len(items) > 1:
-            return Edit(where.line, 1, where.end_line + 1, 1, "")
+            # Comment lines right above it, at its indentation, are about it: they go too
+            # (``# jitter off for the tests`` above ``jitter=None,``), unless an item precedes
+            # them on the same line range (never: items start lines here).
+            start = where.line
+            indent = self._indent(where)
+            previous_end = items[index - 1].end_line if index > 0 else 0
+            while start - 1 > previous_end:
+                above = self._line(start - 1)
+                if not above.strip().startswith("#") or not above.startswith(indent) \
+                        or above[len(indent):len(indent) + 1] in (" ", "\t"):
+                    break
+                start -= 1
+            return Edit(start, 1, where.end_line + 1, 1, "")
         if index + 1 < len(items):
             following = items[index + 1]
             return Edit(where.line, where.column, following.line, following.column, "")

@@ -485,3 +485,61 @@ def test_a_retrylint_toml_with_top_level_keys_and_a_table_is_an_error(project, r
     project.write("retrylint.toml", '[tool.retrylint]\nignore = ["RTY202"]\n')
     code, out, err = run("check", "--no-cache", "app.py")
     assert found(out) == ["RTY101"]
+
+
+# -- report item 9 (minor): comments when a fix removes or replaces an item --------------------
+
+def test_a_removed_argument_takes_the_comment_lines_above_it():
+    source = '''import backoff
+import requests
+
+
+@backoff.on_exception(
+    backoff.expo,
+    requests.ConnectionError,
+    max_tries=5,
+    # jitter off so the tests are deterministic
+    jitter=None,
+    max_value=30,
+)
+def get(url):
+    return requests.get(url, timeout=3)
+'''
+    out = fixed(source)
+    assert out == source.replace("    # jitter off so the tests are deterministic\n    jitter=None,\n", "")
+
+
+def test_a_comment_above_the_previous_argument_stays():
+    source = '''import backoff
+import requests
+
+
+@backoff.on_exception(
+    backoff.expo,
+    requests.ConnectionError,
+    # five tries
+    max_tries=5,
+    jitter=None,
+    max_value=30,
+)
+def get(url):
+    return requests.get(url, timeout=3)
+'''
+    assert fixed(source) == source.replace("    jitter=None,\n", "")
+
+
+def test_a_renamed_import_keeps_its_comment():
+    source = '''from tenacity import (
+    retry,
+    stop_after_attempt,
+    wait_exponential,  # backoff
+)
+
+
+@retry(stop=stop_after_attempt(3), wait=wait_exponential(max=10))
+def f():
+    pass
+'''
+    out = fixed(source)
+    assert "    wait_random_exponential,  # backoff\n)" in out
+    assert "wait_exponential," not in out
