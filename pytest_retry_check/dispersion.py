@@ -209,8 +209,8 @@ class DispersionReport:
 
     @property
     def peak_load(self) -> int:
-        """The load the downstream sees from the retries, as the contention simulation reports
-        it: the most retries (calls after each client's first) within one second (LOAD_WINDOW)."""
+        """The load the downstream sees, as the contention simulation reports it: the most calls
+        (first attempts and retries) within one second (LOAD_WINDOW)."""
         return self._load[0]
 
     @property
@@ -222,7 +222,7 @@ class DispersionReport:
     def _load(self) -> Tuple[int, float]:
         cached = self.__dict__.get("_load_cache")
         if cached is None:
-            instants = sorted(t for s in self.schedules for t in s[1:])
+            instants = sorted(t for s in self.schedules for t in s)
             cached = densest_window(instants, LOAD_WINDOW) if instants else (0, 0.0)
             object.__setattr__(self, "_load_cache", cached)
         return cached
@@ -275,7 +275,7 @@ class DispersionReport:
         peak = self.peak
         assert peak is not None
         return (
-            f"{self.clients} clients, {self.retrying_clients} retried; peak load {self.peak_load:,} retries per second "
+            f"{self.clients} clients, {self.retrying_clients} retried; peak load {self.peak_load:,} calls per second "
             f"(at +{format_seconds(self.peak_load_at)}); peak: retry #{peak.retry}, "
             f"{peak.peak_share:.0%} within {limits.window:.0%} of its delay (limit {limits.max_peak_share:.0%}); "
             f"smallest spread {self.spread:.3f} (limit {limits.min_spread:g}); "
