@@ -615,9 +615,15 @@ def measure_dispersion(
     if isinstance(horizon, bool) or not isinstance(horizon, (int, float)) or not 0 < horizon < math.inf:
         raise ValueError(f"horizon must be a positive number of virtual seconds, got {horizon!r}")
     described = _describe_scenario(scenario)
-    if is_async_client(client):
-        return _measure_async(client, clients, scenario, limits, max_attempts, float(horizon), described)
-    return _measure_sync(client, clients, scenario, limits, max_attempts, float(horizon), described)
+    from . import report as reporting
+
+    with reporting.quiet():
+        if is_async_client(client):
+            report = _measure_async(client, clients, scenario, limits, max_attempts, float(horizon), described)
+        else:
+            report = _measure_sync(client, clients, scenario, limits, max_attempts, float(horizon), described)
+    reporting.note(report)
+    return report
 
 
 def _measure_sync(client: Callable[[Any], Any], clients: int, scenario: Scenario, limits: DispersionLimits, max_attempts: int, horizon: float, described: str) -> DispersionReport:
@@ -711,7 +717,11 @@ def dispersion_of(runs: Iterable[Any], *, limits: Optional[DispersionLimits] = N
             schedules.append(times)
     if len(schedules) < 2:
         raise ValueError(f"dispersion compares clients: pass many runs (a few hundred measure well), got {len(schedules)}")
-    return _build(schedules, limits)
+    report = _build(schedules, limits)
+    from . import report as reporting
+
+    reporting.note(report)
+    return report
 
 
 def assert_dispersed(client: Any, **options: Any) -> DispersionReport:

@@ -487,6 +487,9 @@ class FakeDownstream:
         self._real_debt: Tuple[float, int] = (0.0, 0)
         #: The call guard's exception once this downstream's max_calls was passed.
         self.guard_trip: Optional[RetryGuardTripped] = None
+        from . import report
+
+        report.note(self)  # a line in --retry-check-report
 
     # -- the clock --------------------------------------------------------------------------
     @property

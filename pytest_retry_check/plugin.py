@@ -263,12 +263,7 @@ def fake_downstream(fake_clock: "FakeClock", request: pytest.FixtureRequest) -> 
     factory = DownstreamFactory(fake_clock, _max_calls(request))
     try:
         yield factory
-    finally:
-        if _reporting(request.config):
-            from .report import downstream_line
-
-            for downstream in factory.made:
-                request.node.user_properties.append(("retry_check", downstream_line(downstream)))
+    finally:  # --retry-check-report: each downstream is a line (see pytest_runtest_makereport)
         factory.close()
 
 
@@ -316,11 +311,7 @@ def herd_check(request: pytest.FixtureRequest) -> "HerdCheck":
         check = HerdCheck(**(marker.kwargs if marker is not None else {}))
     except TypeError as exc:
         pytest.fail(f"herd_check: {exc}", pytrace=False)
-    if _reporting(request.config):
-        from .report import herd_line
-
-        check.on_report = lambda report: request.node.user_properties.append(("retry_check", herd_line(report)))
-    return check
+    return check  # --retry-check-report: each report is a line (see pytest_runtest_makereport)
 
 
 def _swallowed() -> List[BaseException]:
@@ -331,6 +322,10 @@ def _swallowed() -> List[BaseException]:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     del _swallowed()[:]
+    if _reporting(item.config):
+        from . import report
+
+        report.COLLECTED = []  # every downstream and herd check the test makes, whoever makes it
 
 
 @pytest.hookimpl(wrapper=True)
@@ -338,6 +333,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
     report = yield
     if report.when == "call" and any(name in getattr(item, "funcargs", {}) for name in FIXTURES):
         item.stash[_CALL_REPORT] = report
+    if report.when == "teardown":
+        collected = sys.modules.get("pytest_retry_check.report")
+        if collected is not None and collected.COLLECTED is not None:
+            things, collected.COLLECTED = collected.COLLECTED, None
+            examples = bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
+            report.user_properties = list(report.user_properties) + [
+                ("retry_check", line) for line in collected.test_lines(things, examples=examples)
+            ]
     swallowed = _swallowed()
     if report.failed and swallowed:
         from .trace import describe_swallowed

@@ -7,7 +7,9 @@ carries from its workers, so the summary is complete under ``-n``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List
+import collections
+import contextlib
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 
 from .timeline import format_seconds
 
@@ -32,6 +34,51 @@ def downstream_line(downstream: "FakeDownstream") -> str:
     if waits:
         text += f"; waits {shown} s"
     return text + f"; last {calls[-1].outcome.label}"
+
+
+#: With ``--retry-check-report``: the fake downstreams and herd-check reports made by the running
+#: test, in order (whoever made them: a fixture, the test itself, an imported ``herd_check``);
+#: None when not reporting.
+COLLECTED: Optional[List[Any]] = None
+_quiet = [0]
+
+
+def note(thing: Any) -> None:
+    """Record a downstream or a herd report for the running test's report lines."""
+    if COLLECTED is not None and not _quiet[0]:
+        COLLECTED.append(thing)
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """The herd check's own downstreams (hundreds of clients) are not lines of their own."""
+    _quiet[0] += 1
+    try:
+        yield
+    finally:
+        _quiet[0] -= 1
+
+
+def test_lines(things: List[Any], *, examples: bool = False) -> List[str]:
+    """The report lines of one test. ``examples``: a hypothesis test, whose downstreams (one set
+    per example) are summed up per name."""
+    from .downstream import FakeDownstream
+
+    if not examples:
+        return [downstream_line(t) if isinstance(t, FakeDownstream) else herd_line(t) for t in things]
+    lines: List[str] = []
+    by_name: "collections.OrderedDict[str, List[Any]]" = collections.OrderedDict()
+    for thing in things:
+        if isinstance(thing, FakeDownstream):
+            by_name.setdefault(thing.name, []).append(thing)
+        else:
+            lines.append(herd_line(thing))
+    for name, made in by_name.items():
+        counts = [len(d.calls) for d in made]
+        last = collections.Counter(d.calls[-1].outcome.label if d.calls else "never called" for d in made)
+        shown = ", ".join(f"{label} {n}" for label, n in last.most_common(4))
+        lines.insert(0, f"{name}: {len(made)} example(s), {min(counts)}-{max(counts)} call(s) each; last {shown}")
+    return lines
 
 
 def herd_line(report: Any) -> str:

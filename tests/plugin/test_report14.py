@@ -708,3 +708,47 @@ def test_a_sleep_past_the_guard_that_nobody_cancels_still_trips(fake_clock):
 
     with pytest.raises(RetryGuardTripped, match="would pass max_virtual_time"):
         asyncio.run(main())
+
+
+# -- 18: --retry-check-report has a line for every downstream and herd check of every test ------
+def test_the_report_covers_imported_checks_hand_built_downstreams_plain_clocks_and_given(pytester):
+    pytester.makepyfile(
+        test_more="""
+        import time
+        from hypothesis import given, settings, strategies as st, Phase
+        from pytest_retry_check import FakeClock, FakeDownstream, herd_check
+
+        def fetch(ds, n=3):
+            for attempt in range(n):
+                try:
+                    return ds()
+                except ConnectionError:
+                    time.sleep(1)
+
+        def test_imported_herd_check():
+            herd_check(lambda ds: ds(), clients=20, outages=[]).passed or None
+
+        def test_direct_downstream(fake_clock):
+            fetch(FakeDownstream(fail_first=1, name="direct"))
+
+        def test_plain_fakeclock():
+            with FakeClock():
+                fetch(FakeDownstream(fail_first=2, name="plain"))
+
+        @settings(max_examples=5, deadline=None, phases=[Phase.generate], database=None)
+        @given(n=st.integers(1, 3))
+        def test_given(n, fake_downstream):
+            fetch(fake_downstream(fail_first=n, name="given"), n=4)
+        """
+    )
+    result = pytester.runpytest_inprocess("--retry-check-report", "-p", "no:xdist", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= retry check report =*",
+            "test_more.py::test_imported_herd_check  herd check FAILED: 20 clients, 0 retried; nothing to judge",
+            "test_more.py::test_direct_downstream  direct: 2 call(s) in 1.000 s; waits 1.000 s; last ok",
+            "test_more.py::test_plain_fakeclock  plain: 3 call(s) in 2.000 s; waits 1.000 1.000 s; last ok",
+            "test_more.py::test_given  given: [2-5] example(s), [2-4]-[2-4] call(s) each; last ok [2-5]",  # every example
+        ]
+    )
