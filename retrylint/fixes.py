@@ -142,12 +142,26 @@ class Fixer:
             outer = self.ctx.location(top)
             if outer.line == outer.end_line:
                 changed = line[outer.column - 1: whole.column - 1] + single + line[whole.end_column - 1: outer.end_column - 1]
-                func = self.render(top.func).strip()
-                if changed.startswith(func + "(") and changed.endswith(")"):
-                    body = changed[len(func) + 1: -1].strip()
+                outer_func = self.render(top.func).strip()
+                if changed.startswith(outer_func + "(") and changed.endswith(")"):
+                    body = changed[len(outer_func) + 1: -1].strip()
                     if len(inner) + len(body) <= limit:
                         return Edit(outer.line, outer.column, outer.end_line, outer.end_column,
-                                    f"{func}(\n{inner}{body}\n{indent})")
+                                    f"{outer_func}(\n{inner}{body}\n{indent})")
+                    # Too long on one line: ruff format puts the outer call's arguments one per line.
+                    old_call = self.render(call).strip()
+                    texts = []
+                    for arg, text in zip(top.args, self._arg_texts(top)):
+                        if self.ctx.is_inside(call, arg) or call is arg.value:
+                            if old_call not in text:
+                                texts = []
+                                break
+                            text = text.replace(old_call, single, 1)
+                        texts.append(text)
+                    if texts and all(len(inner) + len(t) + 1 <= limit for t in texts) \
+                            and not any("#" in t or "\n" in t for t in texts):
+                        return Edit(outer.line, outer.column, outer.end_line, outer.end_column,
+                                    f"{outer_func}(\n" + "".join(f"{inner}{t},\n" for t in texts) + f"{indent})")
         if len(inner) + len(", ".join(args)) <= limit:
             text = f"{func}(\n{inner}{', '.join(args)}\n{indent})"
         else:
@@ -213,14 +227,24 @@ class Fixer:
             return None
         reflowed = self._reflowed(call, new_name, self._arg_texts(call))
         edits = [reflowed if reflowed is not None else self.replace(func, new_name)]
-        import_edit = self.import_name(func, module, new_name)
+        import_edit = self.import_name(func, module, new_name, leaving=func.value if self._used_once(func.value) else None)
         if import_edit is False:
             return None
         if isinstance(import_edit, Edit):
             edits.append(import_edit)
         return edits
 
-    def import_name(self, beside: cst.Name, module: str, new_name: str):
+    def _used_once(self, name: str) -> bool:
+        """Whether the whole file reads ``name`` once (the call being renamed): its import then
+        goes once the fix is applied (:mod:`retrylint.fix_imports`)."""
+        tree = self._whole_tree()
+        if tree is None:
+            return False
+        reads = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == name
+                    and isinstance(node.ctx, ast.Load))
+        return reads == 1 and name not in {c.value for c in ast.walk(tree) if isinstance(c, ast.Constant)}
+
+    def import_name(self, beside: cst.Name, module: str, new_name: str, leaving: Optional[str] = None):
         """Make ``new_name`` importable where ``beside`` is imported from ``module``: the name is
         added to that ``from module import …`` where isort/ruff would put it (sorted, when the
         list is sorted; on a line of its own, indented like the others, in a one-per-line list).
@@ -242,14 +266,17 @@ class Fixer:
                     local = alias.asname.name if alias.asname is not None else alias.name
                     if alias.asname is not None and isinstance(local, cst.Name) and local.value == beside.value:
                         return False  # ``wait_exponential as expo``: leave aliases alone
-                return self._insert_name(names, new_name)
+                return self._insert_name(names, new_name, leaving)
         return False
 
-    def _insert_name(self, names: List[cst.ImportAlias], new_name: str) -> Edit:
+    def _insert_name(self, names: List[cst.ImportAlias], new_name: str, leaving: Optional[str] = None) -> Edit:
         keys = [member_key(dotted_name(a.name) or "") for a in names]
         position = len(names)
         if keys == sorted(keys):
             position = next((i for i, key in enumerate(keys) if key > member_key(new_name)), len(names))
+        split = self._split_import(names, position, new_name, leaving)
+        if split is not None:
+            return split
         if position < len(names):
             where = self.ctx.location(names[position])
             if self._starts_line(where):
@@ -263,6 +290,28 @@ class Fixer:
             line = where.end_line + 1
             return Edit(line, 1, line, 1, f"{self._indent(where)}{new_name},\n")
         return Edit(where.end_line, where.end_column, where.end_line, where.end_column, f", {new_name}")
+
+    def _split_import(self, names: List[cst.ImportAlias], position: int, new_name: str,
+                      leaving: Optional[str] = None) -> Optional[Edit]:
+        """``from m import a, b, c`` on one line that the new name would take past the line
+        length: the names one per line in parentheses, with a trailing comma, as isort/ruff
+        write it (I001) and ruff format keeps it. None when it fits, or is not such a line.
+        ``leaving``: a name of the list that the fix leaves unused (removed afterwards)."""
+        first, last = self.ctx.location(names[0]), self.ctx.location(names[-1])
+        if first.line != last.end_line:
+            return None
+        line = self._line(first.line)
+        before, after = line[: first.column - 1], line[last.end_column - 1:]
+        length = len(line) + len(", " + new_name)
+        if leaving is not None and any(dotted_name(a.name) == leaving and a.asname is None for a in names):
+            length -= len(", " + leaving)
+        if "(" in before or after.strip() or len(line) > self.line_length or length <= self.line_length:
+            return None  # parenthesised, a comment or code after it, long already, or it fits
+        texts = [self.render(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip() for a in names]
+        texts.insert(position, new_name)
+        indent = before[: len(before) - len(before.lstrip())]
+        body = "".join(f"{indent}    {text},\n" for text in texts)
+        return Edit(first.line, first.column, last.end_line, last.end_column, f"(\n{body}{indent})")
 
     def module_alias(self, near: cst.CSTNode, module: str) -> Optional[str]:
         """The local name of ``import module`` (``tenacity`` or ``t`` for ``import tenacity as t``).

@@ -543,3 +543,59 @@ def f():
     out = fixed(source)
     assert "    wait_random_exponential,  # backoff\n)" in out
     assert "wait_exponential," not in out
+
+
+# -- report item 3 (a): a name that takes a one-line import past the line length ----------------
+
+LONG_IMPORT = '''from tenacity import retry, retry_if_exception_type, wait_exponential_jitter
+
+
+@retry(
+    wait=wait_exponential_jitter(initial=1, max=20),
+    retry=retry_if_exception_type(ConnectionError),
+)
+def fetch(url):
+    return url
+'''
+
+
+def test_an_import_the_fix_takes_past_the_line_length_is_split_as_isort_splits_it(project, run):
+    pytest.importorskip("ruff")
+    path = project.write("app.py", LONG_IMPORT)
+    _assert_ruff_clean(project.root)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert out.startswith("from tenacity import (\n    retry,\n    retry_if_exception_type,\n"
+                          "    stop_after_attempt,\n    wait_exponential_jitter,\n)\n")
+    assert "    stop=stop_after_attempt(6),\n" in out
+    _assert_ruff_clean(project.root)
+
+
+def test_an_import_that_still_fits_once_the_renamed_name_leaves_stays_on_its_line():
+    # 64 columns; adding `, wait_random_exponential` would be 89, but `wait_exponential` goes.
+    source = """from tenacity import retry, stop_after_attempt, wait_exponential
+
+
+@retry(stop=stop_after_attempt(6), wait=wait_exponential(multiplier=1, min=2, max=20))
+def fetch(url):
+    return url
+"""
+    out = fixed(source)
+    assert out.startswith("from tenacity import retry, stop_after_attempt, wait_random_exponential\n")
+
+
+def test_a_rename_inside_a_call_too_long_for_one_line_splits_the_outer_call_per_argument(project, run):
+    pytest.importorskip("ruff")
+    path = project.write("app.py", '''from tenacity import retry, stop_after_attempt, wait_exponential
+
+
+@retry(stop=stop_after_attempt(5), wait=wait_exponential(max=10), retry=lambda s: True)
+def f(): ...
+''')
+    _assert_ruff_clean(project.root)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert ("@retry(\n    stop=stop_after_attempt(5),\n    wait=wait_random_exponential(max=10),\n"
+            "    retry=lambda s: True,\n)\n") in out
+    assert "wait=retry(" not in out
+    _assert_ruff_clean(project.root)
