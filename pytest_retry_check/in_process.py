@@ -21,7 +21,7 @@ from .slow_answers import wait_for_answer
 if TYPE_CHECKING:
     from .downstream import CallRecord, FakeDownstream
 
-__all__ = ["answer", "httpx_handler", "httpx_transport", "responses_callback"]
+__all__ = ["answer", "httpx_async_handler", "httpx_handler", "httpx_transport", "responses_callback"]
 
 
 def answer(
@@ -41,10 +41,19 @@ def answer_path(
     """:func:`answer` for a request whose path (with its query) is known; ``headers`` and
     ``body`` are the request's (recorded: business keys and idempotency keys are read from them)."""
     __tracebackhide__ = True
+    record = _record(downstream, method, path, headers, body)
+    wait_for_answer(downstream, record, timeout, timeout_error=timeout_error)
+    return _parts(downstream, record)
+
+
+def _record(downstream: "FakeDownstream", method: str, path: str, headers: Any, body: Any) -> "CallRecord":
+    __tracebackhide__ = True
     sent = {str(k): str(v) for k, v in headers.items()} if headers else {}
     content = body.encode() if isinstance(body, str) else bytes(body or b"")
-    record = downstream.record("in-process", method=method.upper(), path=path or "/", headers=sent, body=content)
-    wait_for_answer(downstream, record, timeout, timeout_error=timeout_error)
+    return downstream.record("in-process", method=method.upper(), path=path or "/", headers=sent, body=content)
+
+
+def _parts(downstream: "FakeDownstream", record: "CallRecord") -> Tuple["CallRecord", int, Dict[str, str], bytes]:
     extra, body = response_parts(record, downstream.clock)
     headers = {"Content-Type": "application/json", **extra}
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -64,6 +73,42 @@ def httpx_handler(downstream: "FakeDownstream", request: Any) -> Any:
     # The raw path (with its query) as sent: no re-serialising and re-parsing of the URL.
     path = request.url.raw_path.decode("ascii", "replace")
     record, status, headers, data = answer_path(downstream, request.method, path, timeout, timed_out, request.headers, request.read())
+    return _httpx_response(record, status, headers, data, request)
+
+
+async def httpx_async_handler(downstream: "FakeDownstream", request: Any) -> Any:
+    """The async twin of :func:`httpx_handler` (``AsyncClient``): a slow or hanging answer is an
+    asyncio timer, so a deadline around the call (``asyncio.timeout``, ``wait_for``, anyio's)
+    ends it on virtual time, as it would end the real request; the request's own timeout gives
+    ``httpx.ReadTimeout``."""
+    __tracebackhide__ = True
+    import asyncio
+
+    import httpx
+
+    from .slow_answers import _seconds, await_answer
+    from .timeline import format_seconds
+
+    path = request.url.raw_path.decode("ascii", "replace")
+    record = _record(downstream, request.method, path, request.headers, await request.aread())
+    latency = record.outcome.latency
+    if latency:
+        limit = _seconds(request.extensions.get("timeout"))
+        if limit is not None and limit < latency:
+            try:
+                await asyncio.wait_for(await_answer(downstream, record), limit)
+            except asyncio.TimeoutError:
+                message = f"{downstream.name} call #{record.number}: no answer within the {format_seconds(limit)} timeout ({record.outcome.label})"
+                raise httpx.ReadTimeout(message, request=request) from None
+        else:
+            await await_answer(downstream, record)
+    return _httpx_response(*_parts(downstream, record), request)
+
+
+def _httpx_response(record: "CallRecord", status: int, headers: Dict[str, str], data: bytes, request: Any) -> Any:
+    __tracebackhide__ = True
+    import httpx
+
     if record.outcome.kind == "drop":
         raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
     # What Response(content=data) makes (the same headers, in the same order, the body read),
@@ -77,9 +122,27 @@ def httpx_handler(downstream: "FakeDownstream", request: Any) -> Any:
 
 
 def httpx_transport(downstream: "FakeDownstream") -> Any:
-    import httpx
+    """A transport for ``httpx.Client`` and ``httpx.AsyncClient``: sync requests are answered by
+    :func:`httpx_handler`, async ones by :func:`httpx_async_handler`."""
+    global _Transport
+    if _Transport is None:
+        import httpx
 
-    return httpx.MockTransport(lambda request: httpx_handler(downstream, request))
+        class Transport(httpx.MockTransport):
+            downstream: "FakeDownstream"
+
+            async def handle_async_request(self, request: Any) -> Any:
+                __tracebackhide__ = True
+                await request.aread()
+                return await httpx_async_handler(self.downstream, request)
+
+        _Transport = Transport
+    transport = _Transport(lambda request: httpx_handler(downstream, request))
+    transport.downstream = downstream
+    return transport
+
+
+_Transport: Any = None
 
 
 def responses_callback(downstream: "FakeDownstream", request: Any) -> Tuple[int, Dict[str, str], bytes]:

@@ -752,3 +752,43 @@ def test_the_report_covers_imported_checks_hand_built_downstreams_plain_clocks_a
             "test_more.py::test_given  given: [2-5] example(s), [2-4]-[2-4] call(s) each; last ok [2-5]",  # every example
         ]
     )
+
+
+# -- 10: an async client's own deadline ends a slow or hanging in-process answer ----------------
+def test_asyncio_timeout_around_async_httpx_fires_on_virtual_time(fake_clock, fake_downstream):
+    ds = fake_downstream(outcomes=[slow(30)])
+
+    async def main():
+        async with httpx.AsyncClient(transport=ds.httpx_transport(), timeout=None) as client:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(5):
+                    await client.get(URL)
+
+    asyncio.run(main())
+    assert fake_clock.now() == pytest.approx(5, abs=1e-5)
+
+
+def test_wait_for_around_a_hanging_async_httpx_call_times_out(fake_clock, fake_downstream):
+    ds = fake_downstream(outcomes=[hang()])
+
+    async def main():
+        async with httpx.AsyncClient(transport=ds.httpx_transport(), timeout=None) as client:
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(client.get(URL), 3)
+
+    asyncio.run(main())
+    assert fake_clock.now() == pytest.approx(3, abs=1e-5) and fake_clock.tripped is None
+
+
+def test_async_httpx_request_timeout_and_answers_still_work(fake_clock, fake_downstream):
+    ds = fake_downstream(outcomes=[slow(30), slow(2)], then="ok")
+
+    async def main():
+        async with httpx.AsyncClient(transport=ds.httpx_transport(), timeout=5) as client:
+            with pytest.raises(httpx.ReadTimeout):
+                await client.get(URL)
+            assert (await client.get(URL)).status_code == 200
+            return await client.get(URL)
+
+    assert asyncio.run(main()).json()["call"] == 3
+    assert fake_clock.now() == pytest.approx(7, abs=1e-5)
