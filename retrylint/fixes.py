@@ -47,8 +47,30 @@ class Fixer:
         return self._line_length
 
     def replace(self, node: cst.CSTNode, content: str) -> Edit:
+        """``node``'s text replaced by ``content``. An argument's value that takes its call's
+        line past the line length splits the call as ruff format would
+        (``time.sleep(random.uniform(0, delay))``)."""
         where: Location = self.ctx.location(node)
-        return Edit(where.line, where.column, where.end_line, where.end_column, content)
+        edit = Edit(where.line, where.column, where.end_line, where.end_column, content)
+        if "\n" in content or where.line != where.end_line:
+            return edit
+        parent = self.ctx.parent(node)
+        call = self.ctx.parent(parent) if isinstance(parent, cst.Arg) and parent.value is node else None
+        if not isinstance(call, cst.Call):
+            return edit
+        old = self.render(node).strip()
+        whole = self.ctx.location(call)
+        if whole.line != whole.end_line:
+            return self._refit_argument(parent, node, content) or edit
+        texts = []
+        for arg, text in zip(call.args, self._arg_texts(call)):
+            if arg is parent:
+                if not text.endswith(old):
+                    return edit
+                text = text[: len(text) - len(old)] + content
+            texts.append(text)
+        reflowed = self._reflowed(call, self.render(call.func).strip(), texts)
+        return reflowed if reflowed is not None else edit
 
     def render(self, node: cst.CSTNode) -> str:
         return self.ctx.module.code_for_node(node)
@@ -116,8 +138,8 @@ class Fixer:
 
     def _reflowed(self, call: cst.Call, func: str, args: List[str]) -> Optional[Edit]:
         """When the one-line call ``func(args)`` would make its line, which fitted, longer than
-        ruff format's line length (88 columns, or the project's ``line-length``), the call split as ruff format splits it: the arguments on one indented line
-        of their own, or, when that is too long too, one per line with a trailing comma.
+        ruff format's line length (88 columns, or the project's ``line-length``), the call split
+        as ruff format splits it (:meth:`_split_call`), the outermost call of a nested one first.
         None when the call fits on its line (or is not on one line, or holds a comment)."""
         whole = self.ctx.location(call)
         if whole.line != whole.end_line or any("#" in a or "\n" in a for a in args):
@@ -141,32 +163,87 @@ class Fixer:
         if top is not call:
             outer = self.ctx.location(top)
             if outer.line == outer.end_line:
-                changed = line[outer.column - 1: whole.column - 1] + single + line[whole.end_column - 1: outer.end_column - 1]
                 outer_func = self.render(top.func).strip()
-                if changed.startswith(outer_func + "(") and changed.endswith(")"):
-                    body = changed[len(outer_func) + 1: -1].strip()
-                    if len(inner) + len(body) <= limit:
-                        return Edit(outer.line, outer.column, outer.end_line, outer.end_column,
-                                    f"{outer_func}(\n{inner}{body}\n{indent})")
-                    # Too long on one line: ruff format puts the outer call's arguments one per line.
-                    old_call = self.render(call).strip()
-                    texts = []
-                    for arg, text in zip(top.args, self._arg_texts(top)):
-                        if self.ctx.is_inside(call, arg) or call is arg.value:
-                            if old_call not in text:
-                                texts = []
-                                break
-                            text = text.replace(old_call, single, 1)
-                        texts.append(text)
-                    if texts and all(len(inner) + len(t) + 1 <= limit for t in texts) \
-                            and not any("#" in t or "\n" in t for t in texts):
-                        return Edit(outer.line, outer.column, outer.end_line, outer.end_column,
-                                    f"{outer_func}(\n" + "".join(f"{inner}{t},\n" for t in texts) + f"{indent})")
-        if len(inner) + len(", ".join(args)) <= limit:
-            text = f"{func}(\n{inner}{', '.join(args)}\n{indent})"
-        else:
-            text = f"{func}(\n" + "".join(f"{inner}{a},\n" for a in args) + f"{indent})"
-        return Edit(whole.line, whole.column, whole.end_line, whole.end_column, text)
+                old_call = self.render(call).strip()
+                texts: List[str] = []
+                for arg, text in zip(top.args, self._arg_texts(top)):
+                    if self.ctx.is_inside(call, arg):
+                        if old_call not in text:
+                            texts = []
+                            break
+                        text = text.replace(old_call, single, 1)
+                    texts.append(text)
+                if texts and not any("#" in t or "\n" in t for t in texts):
+                    return Edit(outer.line, outer.column, outer.end_line, outer.end_column,
+                                self._split_call(outer_func, texts, indent, limit))
+        return Edit(whole.line, whole.column, whole.end_line, whole.end_column, self._split_call(func, args, indent, limit))
+
+    def _refit_argument(self, arg: cst.Arg, value: cst.CSTNode, content: str) -> Optional[Edit]:
+        """In a call already split one argument per line: the argument whose new value takes
+        its line past the line length, split in turn as ruff format splits it. None when it
+        fits (or is not alone on its line)."""
+        where = self.ctx.location(arg)
+        if where.line != where.end_line or not self._alone_on_lines(where):
+            return None
+        line = self._line(where.line)
+        value_at = self.ctx.location(value)
+        new_line = line[: value_at.column - 1] + content + line[value_at.end_column - 1:]
+        limit = self.line_length
+        rest = line[where.end_column - 1:].strip()
+        if len(line) > limit or len(new_line) <= limit or rest not in ("", ","):
+            return None
+        text = line[where.column - 1: value_at.column - 1] + content
+        fitted = self._fit(text, self._indent(where), rest, limit)
+        if fitted == text:
+            return None
+        return Edit(where.line, where.column, where.end_line, where.end_column, fitted)
+
+    def _split_call(self, func: str, args: List[str], indent: str, limit: int) -> str:
+        """``func(args)`` split as ruff format (black) splits a call that does not fit: the
+        arguments on one line of their own; else one argument, itself split the same way if it
+        is too long; else one per line, each split in turn, with a trailing comma."""
+        inner = indent + "    "
+        joined = ", ".join(args)
+        if len(inner) + len(joined) <= limit:
+            return f"{func}(\n{inner}{joined}\n{indent})"
+        if len(args) == 1:
+            return f"{func}(\n{inner}{self._fit(args[0], inner, '', limit)}\n{indent})"
+        return f"{func}(\n" + "".join(f"{inner}{self._fit(a, inner, ',', limit)},\n" for a in args) + f"{indent})"
+
+    def _fit(self, text: str, indent: str, trailing: str, limit: int) -> str:
+        """An argument's text on a line of its own at ``indent``: as it is when it fits, else
+        (a call, possibly after ``name=``) split as :meth:`_split_call` splits it."""
+        if len(indent) + len(text) + len(trailing) <= limit:
+            return text
+        match = re.match(r"(\*\*?|[A-Za-z_][A-Za-z0-9_]*=)?(.*)\Z", text, re.S)
+        prefix, value = (match.group(1) or "", match.group(2)) if match else ("", text)
+        try:
+            expression = cst.parse_expression(value)
+        except Exception:  # noqa: BLE001 - not an expression we can split: as it is
+            return text
+        if "#" in value:
+            return text
+        empty = cst.Module([])
+        if isinstance(expression, cst.BinaryOperation) and not expression.lpar:
+            # ``a * b`` inside brackets: one operand per line, each line but the first led by
+            # the operator (``self.backoff_factor\n* 2**i``), at the operator's level only.
+            level = _PRECEDENCE.get(type(expression.operator))
+            operands: List[str] = []
+            node: cst.BaseExpression = expression
+            while isinstance(node, cst.BinaryOperation) and not node.lpar and _PRECEDENCE.get(type(node.operator)) == level:
+                operands.insert(0, f"{empty.code_for_node(node.operator).strip()} {empty.code_for_node(node.right).strip()}")
+                node = node.left
+            operands.insert(0, empty.code_for_node(node).strip())
+            if level is None or len(operands) < 2:
+                return text
+            return prefix + f"\n{indent}".join(operands)
+        if not isinstance(expression, cst.Call) or not expression.args:
+            return text
+        func = empty.code_for_node(expression.func).strip()
+        args = [empty.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT,
+                                                   whitespace_after_arg=cst.SimpleWhitespace(""))).strip()
+                for a in expression.args]
+        return prefix + self._split_call(func, args, indent, limit)
 
     def remove_keyword(self, call: cst.Call, name: str) -> Optional[Edit]:
         args = list(call.args)
@@ -424,8 +501,16 @@ class Fixer:
         section, key = _section(module), (0, module.lower())
         order = list(_SECTIONS)
         same = [entry for entry in block if entry[2] == section]
-        for first, _, _, kind, name in same:
-            if (kind, name) > key:
+        by_name = [(name,) for _, _, _, _, name in same]
+        by_kind = [(kind, name) for _, _, _, kind, name in same]
+        if by_kind != sorted(by_kind) and by_name == sorted(by_name):
+            # isort's force-sort-within-sections (``from collections.abc import …`` before
+            # ``import logging``): by module name alone.
+            order_key, keyed = (module.lower(),), by_name
+        else:
+            order_key, keyed = key, by_kind
+        for (first, _, _, _, _), entry_key in zip(same, keyed):
+            if entry_key > order_key:
                 return Edit(first, 1, first, 1, text)
         if same:
             line = same[-1][1] + 1
@@ -583,6 +668,15 @@ def _line_length_in(directory: str) -> int:
             return LINE_LENGTH
     return LINE_LENGTH
 
+
+#: Binary operators by precedence level (a split happens at one level only).
+_PRECEDENCE = {
+    cst.Power: 7,
+    cst.Multiply: 6, cst.Divide: 6, cst.FloorDivide: 6, cst.Modulo: 6, cst.MatrixMultiply: 6,
+    cst.Add: 5, cst.Subtract: 5,
+    cst.LeftShift: 4, cst.RightShift: 4,
+    cst.BitAnd: 3, cst.BitXor: 2, cst.BitOr: 1,
+}
 
 #: isort's sections, in order (first-party cannot be told from third-party without the project).
 _SECTIONS = ("future", "stdlib", "thirdparty", "local")

@@ -599,3 +599,75 @@ def f(): ...
             "    retry=lambda s: True,\n)\n") in out
     assert "wait=retry(" not in out
     _assert_ruff_clean(project.root)
+
+
+# -- report item 3 (b): sleep(d) → sleep(random.uniform(0, d)) past the line length -------------
+
+LONG_SLEEP = '''import time
+
+
+class Provider:
+    def make_request(self, method, params):
+        for i in range(self.retry_configuration.retries):
+            try:
+                return self._request(method, params)
+            except ConnectionError:
+                if i < self.retry_configuration.retries - 1:
+                    time.sleep(self.retry_configuration.backoff_factor * 2**i)
+                    continue
+                raise
+'''
+
+
+@pytest.mark.parametrize("length", [None, 79, 100])
+def test_a_jittered_sleep_past_the_line_length_is_split_as_ruff_format_splits_it(project, run, length):
+    pytest.importorskip("ruff")
+    if length:
+        project.write("pyproject.toml", f"[tool.ruff]\nline-length = {length}\n")
+    path = project.write("app.py", LONG_SLEEP)
+    _assert_ruff_clean(project.root, isolated=False)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert "random.uniform(" in out
+    _assert_ruff_clean(project.root, isolated=False)
+    if length == 100:
+        assert "time.sleep(random.uniform(0, self.retry_configuration.backoff_factor * 2**i))\n" in out
+    else:
+        assert "time.sleep(\n" in out
+
+
+SPLIT_SLEEP = '''import time
+
+
+class Provider:
+    def make_request(self, method, params):
+        for attempt in range(self.exception_retry_configuration.retries):
+            try:
+                return self._request(method, params)
+            except ConnectionError:
+                if attempt < self.exception_retry_configuration.retries - 1:
+                    time.sleep(
+                        self.exception_retry_configuration.backoff_factor * 2**attempt
+                    )
+                    continue
+                raise
+'''
+
+
+def test_a_jittered_sleep_in_a_call_already_split_is_split_further_as_ruff_format_does(project, run):
+    pytest.importorskip("ruff")
+    path = project.write("app.py", SPLIT_SLEEP)
+    _assert_ruff_clean(project.root)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert ("                    time.sleep(\n                        random.uniform(\n"
+            "                            0,\n"
+            "                            self.exception_retry_configuration.backoff_factor\n"
+            "                            * 2**attempt,\n                        )\n                    )\n") in out
+    _assert_ruff_clean(project.root)
+
+
+def test_import_random_follows_force_sort_within_sections():
+    source = "from collections.abc import Iterable\nimport logging\nimport time\n\n" + LOOP + "\n\nX: Iterable = ()\n"
+    out = fixed(source)
+    assert out.startswith("from collections.abc import Iterable\nimport logging\nimport random\nimport time\n")
