@@ -507,7 +507,7 @@ def report(result: RunResult, args: argparse.Namespace, out: TextIO, err: TextIO
     findings = result.findings
     unsafe = bool(getattr(args, "unsafe_fixes", False))
     if args.statistics:
-        out.write(statistics(findings, args.output_format))
+        out.write(statistics(findings, args.output_format, unsafe))
     else:
         if args.output_format == "json" and any(f.fix is not None for f in findings):
             from .runner import complete_fixes

@@ -83,22 +83,27 @@ def _fix_json(finding: Finding):
     }
 
 
-def statistics(findings: Sequence[Finding], fmt: str = "text") -> str:
-    """One entry per rule, most frequent first: a text table, or ruff's JSON statistics."""
+def statistics(findings: Sequence[Finding], fmt: str = "text", unsafe: bool = False) -> str:
+    """One entry per rule, most frequent first: a text table, or ruff's JSON statistics. As in
+    ruff, a rule counts as fixable by the fixes this run would apply (``--unsafe-fixes`` adds
+    the unsafe ones): ``fixable``/``fixable_count`` in JSON, ``[*]``/``[ ]`` in text when any is."""
     counts = Counter(f.code for f in findings)
-    fixable = {f.code for f in findings if f.fix is not None}
+    fixable = Counter(f.code for f in findings
+                      if f.fix is not None and (f.fix.safety == "safe" or unsafe))
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if fmt == "json":
         items = [
             {"code": code, "name": NAMES.get(code, ""), "count": count,
-             "fixable": code in fixable}
+             "fixable": fixable[code] > 0, "fixable_count": fixable[code]}
             for code, count in ordered
         ]
         return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
     width = max((len(str(c)) for c in counts.values()), default=1)
+    marks = bool(fixable)
     lines = []
     for code, count in ordered:
-        lines.append(f"{count:>{width}}\t{code}\t{NAMES.get(code, '')}")
+        mark = ("[*] " if fixable[code] else "[ ] ") if marks else ""
+        lines.append(f"{count:>{width}}\t{code}\t{mark}{NAMES.get(code, '')}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

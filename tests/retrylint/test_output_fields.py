@@ -27,8 +27,8 @@ def test_statistics_honour_the_json_output_format(project, run):
     code, out, _ = run("check", "--statistics", "--output-format", "json", ".")
     assert code == 1
     assert json.loads(out) == [
-        {"code": "RTY101", "name": "unbounded-retry-loop", "count": 2, "fixable": False},
-        {"code": "RTY202", "name": "fixed-delay-retry", "count": 2, "fixable": False},
+        {"code": "RTY101", "name": "unbounded-retry-loop", "count": 2, "fixable": False, "fixable_count": 0},
+        {"code": "RTY202", "name": "fixed-delay-retry", "count": 2, "fixable": False, "fixable_count": 0},
     ]
 
 

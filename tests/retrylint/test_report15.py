@@ -671,3 +671,21 @@ def test_import_random_follows_force_sort_within_sections():
     source = "from collections.abc import Iterable\nimport logging\nimport time\n\n" + LOOP + "\n\nX: Iterable = ()\n"
     out = fixed(source)
     assert out.startswith("from collections.abc import Iterable\nimport logging\nimport random\nimport time\n")
+
+
+# -- report item 7: --statistics and fixes, as ruff counts them ---------------------------------
+
+def test_statistics_count_only_the_fixes_this_run_would_apply(project, run):
+    import json
+
+    project.write("app.py", SLEEP_LOOP)  # RTY203, whose fix (a jitter draw) is unsafe
+    code, out, _ = run("check", "--no-cache", "--statistics", "--output-format", "json", "app.py")
+    entry = next(e for e in json.loads(out) if e["code"] == "RTY203")
+    assert entry["fixable"] is False and entry["fixable_count"] == 0
+    code, out, _ = run("check", "--no-cache", "--statistics", "--output-format", "json", "--unsafe-fixes", "app.py")
+    entry = next(e for e in json.loads(out) if e["code"] == "RTY203")
+    assert entry["fixable"] is True and entry["fixable_count"] == 1
+    code, out, _ = run("check", "--no-cache", "--statistics", "app.py")
+    assert "[*]" not in out and "[ ]" not in out  # nothing this run would fix: no markers (as ruff)
+    code, out, _ = run("check", "--no-cache", "--statistics", "--unsafe-fixes", "app.py")
+    assert "\tRTY203\t[*] backoff-without-jitter\n" in out
