@@ -20,6 +20,7 @@ _EXPORTS = {
     "RealClockCaptured": "timeline",
     "RealTimeWarning": "_warnings",
     "CapturedClockWarning": "_warnings",
+    "UntestedTimeoutWarning": "_warnings",
     "FakeDownstream": "downstream",
     "Scenario": "downstream",
     "Outcome": "downstream",
@@ -145,6 +146,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
     from .incident import Incident, IncidentCheckFailed, IncidentReport, replay_incident  # noqa: F401
     from .redelivery import FakeBroker, FakeQueue, RedeliveryCheckFailed  # noqa: F401
     from .simulation import CapacityModel, ConflictModel, Network, SimulationResult, simulate  # noqa: F401
-    from ._warnings import CapturedClockWarning, RealTimeWarning  # noqa: F401
+    from ._warnings import CapturedClockWarning, RealTimeWarning, UntestedTimeoutWarning  # noqa: F401
     from .timeline import RealClockCaptured, RealSleepDetected, RetryGuardTripped, SleepRecord, Timeline  # noqa: F401
     from .trace import Attempt, Trace, capture_trace  # noqa: F401

@@ -80,6 +80,21 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if outcome.latency:
             downstream.clock.advance(outcome.latency)  # the answer comes that much later (virtual)
+            import warnings
+
+            from ._warnings import UntestedTimeoutWarning
+            from .timeline import format_seconds
+
+            warnings.warn(
+                UntestedTimeoutWarning(
+                    f"call #{record.number} to {downstream.name} over its real HTTP server answered after "
+                    f"{format_seconds(outcome.latency)} of virtual time: a client timeout shorter than that could not fire "
+                    "(a real socket's timeout runs on real time), so it was not tested. Test timeouts with the in-process routes "
+                    "(downstream.httpx_transport(), downstream.httpx_handler for respx, downstream.responses_callback for "
+                    "responses) or the callable, whose timeouts are virtual."
+                ),
+                stacklevel=1,
+            )
         if outcome.kind == "drop":
             self.close_connection = True
             try:

@@ -145,6 +145,37 @@ def httpx_transport(downstream: "FakeDownstream") -> Any:
 _Transport: Any = None
 
 
+def _sleep_urllib3_backoff(downstream: "FakeDownstream") -> None:
+    """``responses`` replays a urllib3 ``Retry`` itself (``_on_request`` calls itself again)
+    without the sleep urllib3 makes between attempts. Make that sleep here, on the virtual
+    clock, as urllib3 would: the previous answer's ``Retry-After`` when it had one and the
+    ``Retry`` respects it, else ``Retry.get_backoff_time()``."""
+    __tracebackhide__ = True
+    import sys
+
+    frame = sys._getframe(2)
+    for _ in range(12):
+        if frame is None:
+            return
+        if frame.f_code.co_name == "_on_request" and (frame.f_globals.get("__name__") or "").startswith("responses"):
+            break
+        frame = frame.f_back
+    else:
+        return
+    retries = frame.f_locals.get("retries")
+    if retries is None or not getattr(retries, "history", None) or not hasattr(retries, "get_backoff_time"):
+        return  # the first attempt, or no urllib3 Retry
+    clock = downstream.clock
+    wait = None
+    previous = downstream.calls[-1] if downstream.calls else None
+    if getattr(retries, "respect_retry_after_header", False) and previous is not None and previous.retry_after_until is not None:
+        wait = max(0.0, previous.retry_after_until - clock.now())
+    if wait is None:
+        wait = retries.get_backoff_time()
+    if wait > 0:
+        clock.sleep(wait, kind="urllib3 Retry", _depth=2)
+
+
 def responses_callback(downstream: "FakeDownstream", request: Any) -> Tuple[int, Dict[str, str], bytes]:
     """A ``responses.add_callback`` callback: (status, headers, body)."""
     __tracebackhide__ = True
@@ -156,6 +187,7 @@ def responses_callback(downstream: "FakeDownstream", request: Any) -> Tuple[int,
         return requests.exceptions.ReadTimeout(message, request=request)
 
     body = request.body if isinstance(request.body, (bytes, str)) else b""  # a file-like body is not consumed here
+    _sleep_urllib3_backoff(downstream)
     record, status, headers, data = answer(downstream, request.method or "GET", request.url or "/", timeout, timed_out, request.headers, body)
     if record.outcome.kind == "drop":
         raise requests.exceptions.ConnectionError("Connection aborted: the server closed the connection without an answer", request=request)

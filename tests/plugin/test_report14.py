@@ -792,3 +792,44 @@ def test_async_httpx_request_timeout_and_answers_still_work(fake_clock, fake_dow
 
     assert asyncio.run(main()).json()["call"] == 3
     assert fake_clock.now() == pytest.approx(7, abs=1e-5)
+
+
+# -- 11: routes that could not measure what a bound is about ------------------------------------
+import requests  # noqa: E402
+import responses as responses_lib  # noqa: E402
+from requests.adapters import HTTPAdapter  # noqa: E402
+from urllib3.util.retry import Retry  # noqa: E402
+
+
+def test_responses_replaying_urllib3_retry_now_waits_the_backoff_on_the_virtual_clock(fake_downstream):
+    ds = fake_downstream(then=503)
+    session = requests.Session()
+    session.mount("https://", HTTPAdapter(max_retries=Retry(total=4, backoff_factor=10, status_forcelist=[503], raise_on_status=False)))
+    with responses_lib.RequestsMock() as mocked:
+        mocked.add_callback(responses_lib.GET, URL, callback=ds.responses_callback)
+        with capture_trace(ds) as run:
+            session.get(URL, timeout=5)
+    assert run.trace.delays == [0.0, 20.0, 40.0, 80.0]  # what urllib3 sleeps between the 5 attempts
+    with pytest.raises(RetryCheckFailed, match=r"waited 140.0 s in total, more than max_total_wait=60.000 s"):
+        assert_bounded(run, max_total_wait=60)
+
+
+def test_responses_replaying_urllib3_retry_honours_retry_after(fake_downstream):
+    from pytest_retry_check import rate_limited
+
+    ds = fake_downstream(outcomes=[rate_limited(retry_after=7)], then="ok")
+    session = requests.Session()
+    session.mount("https://", HTTPAdapter(max_retries=Retry(total=2, status_forcelist=[429])))
+    with responses_lib.RequestsMock() as mocked:
+        mocked.add_callback(responses_lib.GET, URL, callback=ds.responses_callback)
+        with capture_trace(ds) as run:
+            assert session.get(URL, timeout=5).status_code == 200
+    assert run.trace.delays == [7.0]
+
+
+def test_a_slow_answer_over_the_real_http_server_warns_that_the_timeout_was_not_tested(fake_downstream):
+    from pytest_retry_check import UntestedTimeoutWarning
+
+    ds = fake_downstream(outcomes=[slow(30)])
+    with pytest.warns(UntestedTimeoutWarning, match=r"answered after 30.000 s of virtual time: a client timeout shorter than that could not fire \(a real socket's timeout"):
+        assert requests.get(ds.url + "/orders/42", timeout=5).status_code == 200
