@@ -544,10 +544,15 @@ def _counts(result: RunResult) -> str:
     unreadable = {f.path for f in result.findings if f.code == "RTY001"}
     with_findings = {f.path for f in result.findings} - unreadable
     plural = "s" if result.files != 1 else ""
+    checked = {report.path for report in result.reports}
+    failed = {path for path, _ in result.errors if path in checked}
+    # What is not one of the files (a folder that cannot be read) is not counted among them.
+    elsewhere = {path for path, _ in result.errors} - checked
+    more = f" {len(elsewhere)} other path{'s' if len(elsewhere) != 1 else ''} failed." if elsewhere else ""
     return (
         f"Checked {result.files} file{plural}: {len(with_findings)} with findings, "
         f"{len(unreadable)} not parsed (RTY001), {len(result.notices)} could not be analysed, "
-        f"{len(result.errors)} failed.\n"
+        f"{len(failed)} failed.{more}\n"
     )
 
 

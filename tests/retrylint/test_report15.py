@@ -689,3 +689,15 @@ def test_statistics_count_only_the_fixes_this_run_would_apply(project, run):
     assert "[*]" not in out and "[ ]" not in out  # nothing this run would fix: no markers (as ruff)
     code, out, _ = run("check", "--no-cache", "--statistics", "--unsafe-fixes", "app.py")
     assert "\tRTY203\t[*] backoff-without-jitter\n" in out
+
+
+def test_an_unreadable_folder_is_not_counted_among_the_files(project, run, monkeypatch):
+    from .test_never_a_traceback import _deny
+
+    project.write("src/app.py", FIXED_FOREVER)
+    project.write("secret/app.py", FIXED_FOREVER)
+    _deny(monkeypatch, project.root / "secret")
+    code, out, err = run("check", "--no-cache", ".")
+    assert code == 2
+    assert ("Checked 1 file: 1 with findings, 0 not parsed (RTY001), 0 could not be analysed, 0 failed. "
+            "1 other path failed.\n") in err
