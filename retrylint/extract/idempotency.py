@@ -34,7 +34,8 @@ What is a create, and what makes it safe (precision first: anything not read is 
   ``ON CONFLICT``/``ON DUPLICATE KEY``/``INSERT OR IGNORE|REPLACE``/``INSERT IGNORE``/
   ``WHERE NOT EXISTS``/``MERGE``/``on_conflict_do_*``; Django ``objects.create(...)`` and
   ``bulk_create`` without ``ignore_conflicts``/``update_conflicts`` (``get_or_create`` and
-  ``update_or_create`` look up first).
+  ``update_or_create`` look up first); a SQLAlchemy ORM ``session.add(Model(...))`` that the
+  attempt commits (``session.commit()`` on the same session; ``merge`` looks up first).
 * Payments: ``stripe.<Resource>.create(...)`` and ``client.<charges|payment_intents|refunds|
   transfers|payouts>.create(...)`` without ``idempotency_key`` (also in ``options={…}``).
 * DynamoDB ``put_item`` without ``ConditionExpression``/``Expected``, *when the item holds a
@@ -512,6 +513,11 @@ class _Creates:
             return f"Django `{dotted_name(call.func) or method}`", False, (
                 "look the row up by its business key first (`get_or_create`/`update_or_create`) or give it a unique key"
             )
+        if method == "add" and self._orm_add(call, region):
+            return f"SQLAlchemy `{ctx.code(call.func)}({_short(ctx.code(positional[0]), 40)})` + `commit()`", False, (
+                "look the row up by its business key first (or give it a unique key and skip it when it exists: "
+                "`INSERT … ON CONFLICT DO NOTHING`), so that a commit whose answer was lost is not added again"
+            )
         if method not in _SQL_METHODS or not positional:
             return None
         statement = positional[0]
@@ -532,6 +538,56 @@ class _Creates:
             if heads and not any(last_name(c.func) in _SAFE_INSERT_CHAIN or _prefix_ignores(c, ctx) for c in chain):
                 return "SQL INSERT (SQLAlchemy `insert`)", False, advice
         return None
+
+    def _orm_add(self, call: cst.Call, region: cst.CSTNode) -> bool:
+        """``session.add(Order(...))`` followed by ``session.commit()`` in the attempt, on a SQLAlchemy
+        session (``Session(engine)``, a ``sessionmaker()`` session, Flask-SQLAlchemy's ``db.session``):
+        a new row per attempt. An object loaded before (``session.add(order)``) is an update."""
+        ctx = self.ctx
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        positional, keywords = call_args(call)
+        if len(positional) != 1 or keywords or not isinstance(positional[0], cst.Call):
+            return False
+        model = last_name(positional[0].func) or ""
+        if not model[:1].isupper():
+            return False  # not a model constructor
+        receiver = dotted_name(call.func.value)
+        if receiver is None or not self._orm_session(call.func.value):
+            return False
+        begins = ctx.location(call)
+        for node in walk(region, skip=DEFERRED + (cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
+            if (isinstance(node, cst.Call) and last_name(node.func) == "commit" and isinstance(node.func, cst.Attribute)
+                    and dotted_name(node.func.value) == receiver and ctx.location(node).line >= begins.end_line):
+                return True
+        return False
+
+    def _orm_session(self, receiver: cst.BaseExpression) -> bool:
+        ctx = self.ctx
+        if dotted_name(receiver) in ("db.session", "self.db.session"):
+            return self._imports("flask_sqlalchemy", "sqlalchemy")
+        for origin in self._origins(receiver):
+            if isinstance(origin, cst.Call):
+                names = ctx.call_name(origin)
+                if any(n.startswith("sqlalchemy.") for n in names):
+                    return True  # Session(engine), sessionmaker(...)() through a name
+                inner = origin.func
+                if isinstance(inner, (cst.Name, cst.Attribute)):
+                    for made in self._origins(inner):
+                        if isinstance(made, cst.Call) and any(n.startswith("sqlalchemy.") for n in ctx.call_name(made)):
+                            return True  # SessionLocal = sessionmaker(...); session = SessionLocal()
+            elif any(n.startswith("sqlalchemy.") for n in ctx.qualified_names(origin)):
+                return True  # a parameter annotated ``session: Session``
+        return False
+
+    def _imports(self, *packages: str) -> bool:
+        for node in walk(self.ctx.module, skip=()):
+            if isinstance(node, cst.Import) and any((dotted_name(a.name) or "").split(".")[0] in packages for a in node.names):
+                return True
+            if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative and \
+                    (dotted_name(node.module) or "").split(".")[0] in packages:
+                return True
+        return False
 
     def _dynamodb(self, call: cst.Call, region: cst.CSTNode) -> Optional[Tuple[str, Optional[bool], str]]:
         if last_name(call.func) != "put_item" or not isinstance(call.func, cst.Attribute):

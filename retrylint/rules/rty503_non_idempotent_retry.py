@@ -18,7 +18,8 @@ class NonIdempotentRetry(Rule):
     - HTTP `POST`/`PATCH` through requests, httpx or aiohttp with no `Idempotency-Key`
       (or `X-Idempotency-Key`, a dedup or request id, a client token) in its headers or body;
     - SQL `INSERT` without `ON CONFLICT`/`ON DUPLICATE KEY`/`INSERT OR IGNORE` (also
-      SQLAlchemy `insert(...)`), Django `objects.create(...)`;
+      SQLAlchemy `insert(...)`), Django `objects.create(...)`, a SQLAlchemy ORM
+      `session.add(Model(...))` committed in the attempt (`session.commit()`);
     - payment calls (`stripe.Charge.create`, `stripe.PaymentIntent.create`,
       `client.payment_intents.create`, …) without `idempotency_key`;
     - DynamoDB `put_item` without `ConditionExpression` whose item holds a value made anew on

@@ -849,3 +849,49 @@ def test_redis_default_look_alikes_are_silent(broker, limit, conf):
     code = REDIS_DEFAULT.replace("BROKER", broker).replace("LIMIT", limit).replace("{conf}", conf)
     assert findings(code) == []
     assert findings(code, narrowing=False) == []
+
+
+# ---------------------------------------------------------------- RTY503: SQLAlchemy ORM creates (audit, minor)
+
+ORM = """
+import tenacity
+from sqlalchemy import create_engine
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+engine = create_engine("postgresql://shop")
+SessionLocal = sessionmaker(bind=engine)
+
+
+@tenacity.retry(stop=tenacity.stop_after_attempt(5), wait=tenacity.wait_random_exponential(max=10),
+                retry=tenacity.retry_if_exception_type(OperationalError))
+def add_order(order):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body", [
+    "    with Session(engine) as session:\n        session.add(Order(**order))\n        session.commit()",
+    "    session = SessionLocal()\n    session.add(Order(customer=order['customer'], total=order['total']))\n    session.commit()",
+])
+def test_an_orm_add_and_commit_in_a_retry_is_a_create(body):
+    for narrowing in (True, False):
+        found = findings(ORM.replace("{body}", body), narrowing=narrowing)
+        assert [c for c, _, _ in found] == ["RTY503"], body
+        assert "SQLAlchemy `session.add(Order(" in found[0][2] and "+ `commit()` is retried with no stable idempotency key" in found[0][2]
+
+
+@pytest.mark.parametrize("body", [
+    # the transaction block ends the attempt: a failed attempt rolls the row back
+    "    with Session(engine) as session, session.begin():\n        session.add(Order(**order))",
+    # an object loaded before: an update
+    "    with Session(engine) as session:\n        row = session.get(Order, order['id'])\n        session.add(row)\n        session.commit()",
+    # merge looks the row up by its primary key
+    "    with Session(engine) as session:\n        session.merge(Order(**order))\n        session.commit()",
+    # no commit in the attempt
+    "    with Session(engine) as session:\n        session.add(Order(**order))\n        session.flush()",
+    # not a session
+    "    seen = set()\n    seen.add(Order(**order))\n    seen.commit()",
+])
+def test_orm_look_alikes_are_silent(body):
+    assert findings(ORM.replace("{body}", body)) == []
