@@ -333,9 +333,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
     report = yield
     if report.when == "call" and any(name in getattr(item, "funcargs", {}) for name in FIXTURES):
         item.stash[_CALL_REPORT] = report
-    if report.when == "teardown":
-        collected = sys.modules.get("pytest_retry_check.report")
-        if collected is not None and collected.COLLECTED is not None:
+    if report.when == "teardown" and _reporting(item.config):
+        from . import report as collected  # as FakeDownstream reaches it (pytester may drop sys.modules entries)
+
+        if collected.COLLECTED is not None:
             things, collected.COLLECTED = collected.COLLECTED, None
             examples = bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
             report.user_properties = list(report.user_properties) + [
