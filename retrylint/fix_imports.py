@@ -41,8 +41,11 @@ def _used(tree: ast.Module) -> Set[str]:
     return used
 
 
-def remove_newly_unused_imports(before: str, after: str) -> str:
-    """``after`` without the imports that ``before`` used and ``after`` no longer uses."""
+def remove_newly_unused_imports(before: str, after: str, line_length: int = 88) -> str:
+    """``after`` without the imports that ``before`` used and ``after`` no longer uses; a
+    ``from m import …`` that was one line in ``before``, that a fix split into parentheses (a
+    new name took it past ``line_length``) and that fits on one line again once the old name
+    is gone, is one line again (the smallest change, as isort would write it)."""
     try:
         old_tree = ast.parse(before)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -54,7 +57,47 @@ def remove_newly_unused_imports(before: str, after: str) -> str:
         if updated == current:
             break
         current = updated
+    if current != after:
+        current = _rejoined(old_tree, current, line_length)
     return current
+
+
+def _rejoined(old_tree: ast.Module, text: str, line_length: int) -> str:
+    one_line = {(s.module, s.level) for s in old_tree.body
+                if isinstance(s, ast.ImportFrom) and s.lineno == s.end_lineno}
+    if not one_line:
+        return text
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
+    lines = text.splitlines(keepends=True)
+    edits: List[Edit] = []
+    for statement in tree.body:
+        if not isinstance(statement, ast.ImportFrom) or statement.end_lineno in (None, statement.lineno) \
+                or (statement.module, statement.level) not in one_line:
+            continue
+        segment = lines[statement.lineno - 1: statement.end_lineno]
+        first, last = segment[0], segment[-1]
+        indent = first[: len(first) - len(first.lstrip())]
+        body = last.rstrip("\r\n")
+        if any("#" in line for line in segment) or statement.col_offset != len(indent.encode("utf-8")) \
+                or body.strip() != ")" or "(" not in first:
+            continue  # a comment in it, or code before or after it on its lines
+        names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in statement.names)
+        joined = f"{indent}from {'.' * statement.level}{statement.module or ''} import {names}"
+        if len(joined) > line_length:
+            continue
+        newline = last[len(body):]
+        edits.append(Edit(statement.lineno, 1, statement.end_lineno + 1, 1, joined + newline))
+    if not edits:
+        return text
+    joined_text, _ = apply(text, edits)
+    try:
+        ast.parse(joined_text)
+    except SyntaxError:
+        return text
+    return joined_text
 
 
 def _one_pass(text: str, old_imports, old_used: Set[str]) -> str:

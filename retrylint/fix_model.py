@@ -6,11 +6,18 @@ reports and the post-fix import tidying need no libcst.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Sequence, Tuple
 
 SAFE = "safe"
 UNSAFE = "unsafe"
+
+#: ruff format's default line length: a fix that would make a line longer splits the call as
+#: ruff format would, so that a formatted file stays formatted. A project's own ``line-length``
+#: (``[tool.ruff]`` of the nearest ``pyproject.toml``, or ``ruff.toml`` / ``.ruff.toml``, found
+#: as ruff finds it) takes its place: :func:`line_length_for`.
+LINE_LENGTH = 88
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,7 @@ def _position(lines: Sequence[str], first: int, offset: int) -> Tuple[int, int]:
     return index + 1, offset + 1
 
 
-def complete_fix(text: str, fix: Fix) -> Fix:
+def complete_fix(text: str, fix: Fix, line_length: int = LINE_LENGTH) -> Fix:
     """The fix as ``--fix`` applies it to ``text`` on its own: its edits with the file's line
     endings, plus the removal of an import it leaves unused (``wait_exponential`` once the call
     is ``wait_random_exponential``), all in ``text``'s coordinates, for ``--output-format json``."""
@@ -125,5 +132,48 @@ def complete_fix(text: str, fix: Fix) -> Fix:
     fixed, _ = apply(text, fix.edits)
     if fixed == text:
         return fix
-    tidy = remove_newly_unused_imports(text, fixed)
+    tidy = remove_newly_unused_imports(text, fixed, line_length)
     return Fix(fix.safety, fix.message, text_edits(text, tidy))
+
+
+def line_length_for(display: str) -> int:
+    """ruff's ``line-length`` for the file shown as ``display`` (relative to the current
+    directory, as the CLI shows it; standard input: the current directory): from the nearest
+    ``.ruff.toml``, ``ruff.toml``, or ``pyproject.toml`` with a ``[tool.ruff]`` table, as ruff
+    finds its configuration; 88 when there is none or it sets no length."""
+    import os
+
+    if display in ("-", "stdin", "<stdin>", ""):
+        directory = os.getcwd()
+    else:
+        directory = os.path.dirname(os.path.abspath(display))
+    return _line_length_in(directory)
+
+
+@functools.lru_cache(maxsize=256)
+def _line_length_in(directory: str) -> int:
+    from pathlib import Path
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    folder = Path(directory)
+    for candidate in (folder, *folder.parents):
+        for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
+            path = candidate / name
+            try:
+                if not path.is_file():
+                    continue
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue  # ruff reports a broken configuration; the fix keeps the default
+            table = data.get("tool", {}).get("ruff") if name == "pyproject.toml" else data
+            if not isinstance(table, dict):
+                continue  # a pyproject.toml without [tool.ruff] is not ruff's configuration
+            value = table.get("line-length")
+            if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 320:
+                return value
+            return LINE_LENGTH
+    return LINE_LENGTH

@@ -11,7 +11,6 @@ so node positions are positions in the original text.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from typing import Iterable, List, Optional, Tuple
 
@@ -19,14 +18,10 @@ import libcst as cst
 
 from .extract.context import ModuleContext
 from .fix_model import SAFE, UNSAFE, Edit, Fix, apply, newline_of, replace_content  # noqa: F401 - re-exported
+from .fix_model import LINE_LENGTH, _line_length_in, line_length_for  # noqa: F401 - re-exported
 from .model import Location
 from .syntax import call_args, dotted_name
 
-#: ruff format's default line length: a fix that would make a line longer splits the call as
-#: ruff format would, so that a formatted file stays formatted. A project's own ``line-length``
-#: (``[tool.ruff]`` of the nearest ``pyproject.toml``, or ``ruff.toml`` / ``.ruff.toml``, found
-#: as ruff finds it) takes its place: :func:`line_length_for`.
-LINE_LENGTH = 88
 
 class FixUnavailable(Exception):
     """No fix can be written safely here (the rule then offers none)."""
@@ -624,49 +619,6 @@ def _own_nodes(statement: ast.AST) -> Iterable[ast.AST]:
                 if isinstance(child, ast.AST) and not isinstance(
                         child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)):
                     stack.append(child)
-
-
-def line_length_for(display: str) -> int:
-    """ruff's ``line-length`` for the file shown as ``display`` (relative to the current
-    directory, as the CLI shows it; standard input: the current directory): from the nearest
-    ``.ruff.toml``, ``ruff.toml``, or ``pyproject.toml`` with a ``[tool.ruff]`` table, as ruff
-    finds its configuration; 88 when there is none or it sets no length."""
-    import os
-
-    if display in ("-", "stdin", "<stdin>", ""):
-        directory = os.getcwd()
-    else:
-        directory = os.path.dirname(os.path.abspath(display))
-    return _line_length_in(directory)
-
-
-@functools.lru_cache(maxsize=256)
-def _line_length_in(directory: str) -> int:
-    from pathlib import Path
-
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-
-    folder = Path(directory)
-    for candidate in (folder, *folder.parents):
-        for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
-            path = candidate / name
-            try:
-                if not path.is_file():
-                    continue
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue  # ruff reports a broken configuration; the fix keeps the default
-            table = data.get("tool", {}).get("ruff") if name == "pyproject.toml" else data
-            if not isinstance(table, dict):
-                continue  # a pyproject.toml without [tool.ruff] is not ruff's configuration
-            value = table.get("line-length")
-            if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 320:
-                return value
-            return LINE_LENGTH
-    return LINE_LENGTH
 
 
 #: Binary operators by precedence level (a split happens at one level only).

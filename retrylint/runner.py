@@ -324,7 +324,7 @@ def complete_fixes(findings: Sequence["Finding"], sources: Dict[str, str]) -> Li
     """Each finding with its fix as ``--fix`` applies it (see :func:`retrylint.fix_model.complete_fix`):
     the file's line endings, and the import the fix leaves unused removed. For
     ``--output-format json``, whose ``fix.edits`` a tool may apply itself."""
-    from .fix_model import complete_fix
+    from .fix_model import complete_fix, line_length_for
 
     texts: Dict[str, Optional[str]] = dict(sources)
     out = []
@@ -338,7 +338,7 @@ def complete_fixes(findings: Sequence["Finding"], sources: Dict[str, str]) -> Li
             text = texts[finding.path]
             if text is not None:
                 try:
-                    finding = replace(finding, fix=complete_fix(text, finding.fix))
+                    finding = replace(finding, fix=complete_fix(text, finding.fix, line_length_for(finding.path)))
                 except Exception:  # noqa: BLE001 - the edits as the rule wrote them, rather than none
                     pass
         out.append(finding)
@@ -494,7 +494,9 @@ def fix_source(text: str, display: str, settings: Settings, unsafe: bool) -> Fix
         report = None
     if current != text:
         # What the fixes left unused (an old name they replaced) goes too.
-        tidy = remove_newly_unused_imports(text, current)
+        from .fix_model import line_length_for
+
+        tidy = remove_newly_unused_imports(text, current, line_length_for(display))
         if tidy != current:
             current, report = tidy, None
     if report is None:

@@ -701,3 +701,41 @@ def test_an_unreadable_folder_is_not_counted_among_the_files(project, run, monke
     assert code == 2
     assert ("Checked 1 file: 1 with findings, 0 not parsed (RTY001), 0 could not be analysed, 0 failed. "
             "1 other path failed.\n") in err
+
+
+def test_an_import_split_for_a_new_name_is_one_line_again_once_every_old_use_is_renamed(project, run):
+    pytest.importorskip("ruff")
+    path = project.write("app.py", '''from tenacity import retry, stop_after_attempt, wait_exponential
+
+
+@retry(stop=stop_after_attempt(3), wait=wait_exponential(multiplier=1, min=4, max=10))
+def first():
+    return 1
+
+
+@retry(stop=stop_after_attempt(3), wait=wait_exponential(multiplier=1, min=4, max=10))
+def second():
+    return 2
+''')
+    _assert_ruff_clean(project.root)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert out.startswith("from tenacity import retry, stop_after_attempt, wait_random_exponential\n\n\n")
+    assert out.count("wait=wait_random_exponential(multiplier=1, min=4, max=10)") == 2
+    _assert_ruff_clean(project.root)
+
+
+def test_a_parenthesised_import_the_user_wrote_stays_parenthesised():
+    source = """from tenacity import (
+    retry,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+
+@retry(stop=stop_after_attempt(3), wait=wait_exponential(max=10))
+def f():
+    pass
+"""
+    assert fixed(source).startswith("from tenacity import (\n    retry,\n    stop_after_attempt,\n"
+                                    "    wait_random_exponential,\n)\n")
