@@ -83,7 +83,9 @@ def test_lines(things: List[Any], *, examples: bool = False) -> List[str]:
 
 def herd_line(report: Any) -> str:
     verdict = "passed" if report.passed else "FAILED"
-    return f"herd check {verdict}: {report.summary()}"
+    raised = getattr(report, "raised", ())
+    counts = "; clients that raised: " + ", ".join(f"{n} {name}" for name, n in raised) if raised else ""
+    return f"herd check {verdict}: {report.summary()}{counts}"
 
 
 def terminal_lines(entries: List[Any]) -> List[str]:

@@ -833,3 +833,10 @@ def test_a_slow_answer_over_the_real_http_server_warns_that_the_timeout_was_not_
     ds = fake_downstream(outcomes=[slow(30)])
     with pytest.warns(UntestedTimeoutWarning, match=r"answered after 30.000 s of virtual time: a client timeout shorter than that could not fire \(a real socket's timeout"):
         assert requests.get(ds.url + "/orders/42", timeout=5).status_code == 200
+
+
+def test_the_report_line_of_a_passing_herd_check_counts_what_the_clients_raised():
+    from pytest_retry_check.report import herd_line
+
+    report = herd_check(_good, clients=100, outages=[(0, 1e9)])
+    assert herd_line(report).endswith("; clients that raised: 100 DownstreamUnavailable")
