@@ -322,6 +322,28 @@ def test_redis_full_jitter_backoff_and_few_retries_are_silent(monkeypatch):
     assert findings == []
     runs = [_redis_waits(monkeypatch, FullJitterBackoff(base=1, cap=10), 10) for _ in range(500)]
     assert sum(w[-1] == 10.0 for w in runs) == 0  # drawn under the cap: no client sits exactly on it
-    # redis 8's own default for ``Redis()``: ExponentialWithJitterBackoff(base=1, cap=10), 3 retries: 2, 4, 8 s.
+    # 3 retries draw over 2, 4 and 8 s: the 10 s cap clamps none of them.
     findings, _ = _check(REDIS_JITTER.replace("BACKOFF", "ExponentialWithJitterBackoff").replace("RETRIES", "3"))
     assert findings == []
+
+
+def test_redis_own_default_retry_is_reported_as_the_installed_redis_computes_it(monkeypatch):
+    """redis-py's default for ``Redis()`` (redis 8: ``redis/_defaults.py``) is
+    ``Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 10)``: from retry 8 on most waits are exactly 1 s."""
+    from redis import _defaults
+    from redis.backoff import ExponentialWithJitterBackoff
+
+    base, cap, retries = _defaults.DEFAULT_RETRY_BASE, _defaults.DEFAULT_RETRY_CAP, _defaults.DEFAULT_RETRY_COUNT
+    findings, policies = _check(f"""
+        import redis
+        from redis.retry import Retry
+        from redis.backoff import ExponentialWithJitterBackoff
+
+        cache = redis.Redis(retry=Retry(ExponentialWithJitterBackoff(base={base}, cap={cap}), {retries}))
+        """)
+    found = collapse(policies[0])
+    runs = [_redis_waits(monkeypatch, ExponentialWithJitterBackoff(base=base, cap=cap), retries) for _ in range(3000)]
+    at_cap = [sum(w[k] == cap for w in runs) / len(runs) for k in range(retries)]
+    assert at_cap[found.retry - 2] < 0.5 <= at_cap[found.retry - 1]
+    assert abs(at_cap[-1] - found.last_share) < 0.03
+    assert len(findings) == 1 and f"most clients wait exactly {cap} s" in findings[0].message
