@@ -288,6 +288,8 @@ class Timeline:
         self._origin_us = 0  # what now() counts from; moved forward by reset()
         self.sleeps: List[SleepRecord] = []
         self.tripped: Optional[RetryGuardTripped] = None
+        #: How many times reset() started afresh (a new herd client, a new hypothesis example).
+        self.resets = 0
         # The guard counts sleeps and virtual time from here (moved by rearm() and reset()).
         self._guard_sleeps = 0
         self._guard_us = 0
@@ -400,6 +402,7 @@ class Timeline:
             self.sleeps = []
             self.tripped = None
             self._guard_sleeps, self._guard_us = 0, self._now_us
+            self.resets += 1
 
     def rearm(self) -> None:
         """A fresh guard after an expected trip: sleeps and virtual time count from now, and
