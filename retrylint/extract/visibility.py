@@ -29,7 +29,7 @@ or nothing is judged:
   ``asyncio.timeout(N)``, ``anyio.fail_after(N)``, ``eventlet.Timeout(N)``).
 
 A handler timeout after the receive around the message's work that is longer than the window
-is reported by itself (:func:`_handler_timeouts`). Work after a delete or ack of the message
+is reported by itself, as is an HTTP call on the message whose ``timeout=`` is (:func:`_handler_timeouts`). Work after a delete or ack of the message
 (``delete_message``, ``message.delete()``, ``acknowledge``, ``complete_message``) that runs on
 every path before it is not judged: the message can no longer be delivered again.
 
@@ -501,6 +501,8 @@ def _retry_wait_after(receive: cst.Call, function: cst.FunctionDef, ctx: ModuleC
     return max(candidates, key=lambda c: c[0])
 
 
+#: HTTP calls whose ``timeout=`` bounds one request of the handler (requests, httpx, aiohttp).
+_HTTP_CALLS = frozenset({"get", "post", "put", "patch", "delete", "request", "urlopen"})
 #: Calls that remove a received message from the queue (SQS delete, Pub/Sub ack, Service Bus
 #: complete, kombu ack): after one, the message can no longer be delivered again.
 _RELEASES = frozenset({"delete_message", "delete_message_batch", "acknowledge", "ack", "complete_message"})
@@ -596,6 +598,13 @@ def _handler_timeouts(function: cst.FunctionDef, start: int, messages: Set[str],
             limit = _number(given, ctx)
             work = keywords.get("fut") or keywords.get("aw") or (positional[0] if positional else None)
             shown = f"`{ctx.code(node.func)}(..., timeout={ctx.code(given) if given is not None else '?'})`"
+        elif (isinstance(node, cst.Call) and last_name(node.func) in _HTTP_CALLS and isinstance(node.func, cst.Attribute)
+              and ctx.location(node).line > start and "timeout" in call_args(node)[1]):
+            # requests.post(..., json=body, timeout=300): one call may wait that long for its answer
+            given = call_args(node)[1]["timeout"]
+            limit = _number(given, ctx)
+            work = node
+            shown = f"`{ctx.code(node.func)}(..., timeout={ctx.code(given)})`"
         elif isinstance(node, cst.With) and ctx.location(node).line > start:
             for item in node.items:
                 call = item.item
@@ -613,6 +622,10 @@ def _handler_timeouts(function: cst.FunctionDef, start: int, messages: Set[str],
         if any(ctx.is_inside(r, work) or r is work for r in retrying):
             continue
         if _released_before(node, releases, ctx):
+            continue
+        if isinstance(node, cst.Call) and last_name(node.func) != "wait_for":
+            out.append((float(limit), f"{shown} (line {ctx.location(node).line}) may wait up to "  # type: ignore[arg-type]
+                                      f"{format_seconds(limit)} for its answer while the handler holds the message"))
             continue
         out.append((float(limit), f"the handler timeout {shown} (line {ctx.location(node).line}) "  # type: ignore[arg-type]
                                   f"lets the handler hold the message for up to {format_seconds(limit)}"))

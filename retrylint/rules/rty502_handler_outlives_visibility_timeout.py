@@ -36,7 +36,9 @@ class HandlerOutlivesVisibilityTimeout(Rule):
       schedule, as `retrylint explain` prints it, plus the sleep a `for attempt in range(n)`
       loop also takes after its last failure) reaches the window, or a handler timeout
       around the message's work (`asyncio.wait_for(handle(m), timeout=120)`,
-      `asyncio.timeout(120)`) that is longer than the window. A message deleted or acked
+      `asyncio.timeout(120)`) or an HTTP call of the handler on the message whose
+      `timeout=` is longer than the window (`requests.post(..., json=body, timeout=300)`).
+      A message deleted or acked
       before the retrying work (`delete_message`, `message.delete()`, `acknowledge`,
       `complete_message`, on every path) can no longer be delivered again: not reported.
 

@@ -895,3 +895,36 @@ def test_an_orm_add_and_commit_in_a_retry_is_a_create(body):
 ])
 def test_orm_look_alikes_are_silent(body):
     assert findings(ORM.replace("{body}", body)) == []
+
+
+REQUEST_TIMEOUT = """
+import json
+import boto3
+import requests
+
+sqs = boto3.client("sqs")
+
+
+def consume(url):
+    while True:
+        resp = sqs.receive_message(QueueUrl=url, VisibilityTimeout=30)
+        for m in resp.get("Messages", []):
+            requests.post("https://reports.example/api/render", json={payload}, timeout={timeout})
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+"""
+
+
+def test_a_request_of_the_handler_that_may_wait_longer_than_the_window_fires():
+    found = findings(REQUEST_TIMEOUT.replace("{payload}", 'json.loads(m["Body"])').replace("{timeout}", "300"))
+    assert [(c, line) for c, line, _ in found] == [("RTY502", 11)]
+    assert ("`requests.post(..., timeout=300)` (line 13) may wait up to 5 min for its answer while the handler holds the "
+            "message: longer than the visibility timeout of 30 s") in found[0][2]
+
+
+@pytest.mark.parametrize("payload, timeout", [
+    ('json.loads(m["Body"])', "10"),  # under the window
+    ('json.loads(m["Body"])', "(3.05, 27)"),  # a (connect, read) pair: not judged
+    ('{"ping": 1}', "300"),  # not the message's work
+])
+def test_request_timeout_look_alikes_are_silent(payload, timeout):
+    assert findings(REQUEST_TIMEOUT.replace("{payload}", payload).replace("{timeout}", timeout)) == []
