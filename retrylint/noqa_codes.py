@@ -18,7 +18,7 @@ from .noqa import _CODE, file_directive, invalid, line_directive
 
 #: A cheap first look: only a file with a noqa that names an RTY code is tokenized.
 #: (A colon followed by something that is not a code: an invalid directive, whoever it is for.)
-_MAYBE = re.compile(rb"noqa\s*:(?:[^\n]*rty|\s*(?![a-z]+[0-9]))", re.IGNORECASE)
+_MAYBE = re.compile(rb"noqa\s*:(?:[^\n]*rty|[ \t]*(?![ \t]|[a-z]+[0-9]))", re.IGNORECASE)
 
 
 def noqa_code_warnings(data: bytes, text: "str | None" = None) -> List[Tuple[int, str]]:

@@ -739,3 +739,11 @@ def f():
 """
     assert fixed(source).startswith("from tenacity import (\n    retry,\n    stop_after_attempt,\n"
                                     "    wait_random_exponential,\n)\n")
+
+
+def test_a_noqa_with_other_tools_codes_is_not_tokenized():
+    # The cheap first look: only a directive that names an RTY code, or no code, is read.
+    from retrylint.noqa_codes import _MAYBE
+
+    assert not _MAYBE.search(b"import os  # noqa: E501\nx = 1  # noqa:F401\n")
+    assert _MAYBE.search(b"x = 1  # noqa: fixed-delay-retry\n") and _MAYBE.search(b"x = 1  # noqa: RTY20\n")
