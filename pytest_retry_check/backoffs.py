@@ -276,10 +276,14 @@ def _known_bound(name: str, value: Any, where: str) -> Optional[float]:
 
 
 def policy_at(path: Union[str, Path], line: int) -> Any:
-    """The :class:`retrylint.model.RetryPolicy` of the retry site at ``path``:``line`` (a line
-    anywhere in the loop, function or decorated definition; the innermost site wins)."""
+    """The :class:`retrylint.model.RetryPolicy` of the retry site at ``path``:``line``: a line
+    anywhere in the loop, function or decorated definition, or a line ``retrylint check`` reports
+    for the site (its decorator, ``@stamina.retry(...)`` over several lines, or where the policy's
+    arguments are built). The site is chosen as ``retrylint explain PATH:LINE`` chooses it (the
+    innermost site wins)."""
     __tracebackhide__ = True
     from retrylint.engine import SourceError, check_source, decode_source, settings_with
+    from retrylint.explain import select_sites
 
     if isinstance(line, bool) or not isinstance(line, int) or line < 1:
         raise ValueError(f"line must be a line number >= 1, got {line!r}")
@@ -296,15 +300,20 @@ def policy_at(path: Union[str, Path], line: int) -> Any:
         raise ValueError(f"{path}:{finding.location.line}: {finding.message}")
     if report.error or report.notice:
         raise ValueError(f"retrylint could not analyse {path}: {report.error or report.notice}")
-    found = []
-    for policy in report.policies:
-        extent = policy.extent or policy.location
-        if extent.line <= line <= extent.end_line:
-            found.append((extent.end_line - extent.line, policy))
+    found = select_sites(list(report.policies), line)
     if not found:
-        sites = ", ".join(str((p.extent or p.location).line) for p in report.policies) or "none"
+        sites = ", ".join(str(n) for n in sorted({p.location.line for p in report.policies})) or "none"
         raise ValueError(f"no retry site contains {path}:{line} (retry sites found at lines: {sites})")
-    return min(found, key=lambda pair: pair[0])[1]
+    return found[0]
+
+
+def parse_site(spec: str) -> Optional[Tuple[str, int]]:
+    """``"path.py:LINE"`` (or ``path.py:LINE:COL``, a location as ``retrylint check`` prints it)
+    → ``(path, LINE)``; anything else → None. Parsed as ``retrylint explain`` parses its target."""
+    from retrylint.explain import parse_target
+
+    path, line = parse_target(spec.strip())
+    return None if line is None else (path, line)
 
 
 def as_strategy(policy: Any) -> Strategy:
@@ -316,9 +325,9 @@ def as_strategy(policy: Any) -> Strategy:
     if isinstance(policy, str):
         if policy in KINDS:
             return builtin(policy)
-        head, sep, tail = policy.rpartition(":")
-        if sep and tail.strip().isdigit():
-            return PolicyStrategy(policy_at(head, int(tail)))
+        site = parse_site(policy)
+        if site is not None:
+            return PolicyStrategy(policy_at(*site))
         raise ValueError(f"unknown strategy {policy!r}: use one of {', '.join(KINDS)} or a retry site as 'path.py:LINE'")
     if isinstance(policy, tuple) and len(policy) == 2 and isinstance(policy[1], int):
         return PolicyStrategy(policy_at(policy[0], policy[1]))

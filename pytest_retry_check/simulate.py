@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
-from .backoffs import AWS_STRATEGIES, KINDS, PolicyStrategy, builtin, policy_at
+from .backoffs import AWS_STRATEGIES, KINDS, PolicyStrategy, builtin, parse_site, policy_at
 from .simulation import AWS_REFERENCE, CapacityModel, ConflictModel, Network, SimulationResult, compare, format_comparison, result_grid
 
 __all__ = ["PlotUnavailable", "main", "ordering_checks", "write_plot"]
@@ -105,10 +105,11 @@ def _client(spec: str) -> Any:
 
 
 def _policy(spec: str) -> PolicyStrategy:
-    path, sep, line = spec.rpartition(":")
-    if not sep or not line.strip().isdigit():
-        raise ValueError(f"--policy takes PATH:LINE (a line of the retry site), got {spec!r}")
-    return PolicyStrategy(policy_at(path, int(line)), name=f"{Path(path).name}:{line}")
+    site = parse_site(spec)
+    if site is None:
+        raise ValueError(f"--policy takes PATH:LINE (a line of the retry site, or the one retrylint reports for it), got {spec!r}")
+    path, line = site
+    return PolicyStrategy(policy_at(path, line), name=f"{Path(path).name}:{line}")
 
 
 def _outage(text: str) -> Tuple[float, float]:

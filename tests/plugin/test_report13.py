@@ -1,0 +1,139 @@
+"""Report 13 (issue 13 audit) fixes on the plugin side.
+
+Item 4: the ``PATH:LINE`` that ``retrylint check`` prints for a retry site (a decorator's line, a
+multi-line decorator, the line a policy's arguments are built on) is accepted wherever the plugin
+takes a retry site: ``policy_at``, ``simulate --policy``, ``replay_incident("f.py:L")`` and
+``budget_check("f.py:L")``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_retry_check import policy_at, replay_incident
+from pytest_retry_check.budgets import budget_check
+
+SITES = '''\
+import backoff
+import requests
+import stamina
+import tenacity
+
+
+@tenacity.retry(stop=tenacity.stop_after_attempt(10), wait=tenacity.wait_exponential_jitter(initial=1, max=20, jitter=1))
+def fetch_tenacity(url):
+    return requests.get(url, timeout=5)
+
+
+@tenacity.retry(
+    stop=tenacity.stop_after_attempt(6),
+    wait=tenacity.wait_fixed(2),
+    retry=tenacity.retry_if_exception_type(requests.ConnectionError),
+)
+def fetch_multiline(url):
+    return requests.get(url, timeout=5)
+
+
+@backoff.on_exception(backoff.expo, requests.ConnectionError, max_tries=4, max_value=8)
+def fetch_backoff(url):
+    return requests.get(url, timeout=5)
+
+
+@stamina.retry(on=requests.ConnectionError)
+def fetch_stamina(url):
+    return requests.get(url, timeout=5)
+
+
+POLICY = dict(
+    on=requests.ConnectionError,
+    attempts=5,
+    wait_initial=0.5,
+    wait_max=3.0,
+)
+
+
+@stamina.retry(**POLICY)
+def fetch_built(url):
+    return requests.get(url, timeout=5)
+'''
+
+# the def line of each site -> (library, attempts, the lines that name it)
+DEFS = {
+    8: ("tenacity", 10, [7, 8, 9]),
+    17: ("tenacity", 6, [12, 13, 14, 15, 16, 17, 18]),
+    22: ("backoff", 4, [21, 22, 23]),
+    27: ("stamina", 10, [26, 27, 28]),
+    40: ("stamina", 5, [31, 32, 35, 36, 39, 40, 41]),
+}
+
+
+@pytest.fixture
+def sites(tmp_path):
+    path = tmp_path / "sites.py"
+    path.write_text(SITES)
+    return path
+
+
+def _reported_lines(path):
+    """(line, code) of every finding ``retrylint check`` reports for the file, by its engine."""
+    from retrylint.codes import NAMES
+    from retrylint.engine import check_source, decode_source, settings_with
+
+    report = check_source(decode_source(path.read_bytes()), str(path), settings_with(tuple(NAMES)))
+    return sorted({(f.location.line, f.code) for f in report.findings})
+
+
+def test_every_line_retrylint_reports_for_a_site_is_accepted(sites):
+    reported = _reported_lines(sites)
+    # the decorator lines (7, 12, 26) and the line of the dict a stamina policy is built from (31)
+    assert {line for line, _ in reported} >= {7, 12, 26, 31}, reported
+    for line, code in reported:
+        policy = policy_at(sites, line)  # before the fix: "no retry site contains sites.py:7 (...)"
+        own = [d for d, (_, _, lines) in DEFS.items() if line in lines]
+        assert own, (line, code)
+        assert policy.location == policy_at(sites, own[0]).location, (line, code)
+
+
+@pytest.mark.parametrize("def_line", sorted(DEFS))
+def test_decorator_lines_name_the_same_site_as_the_def_line(sites, def_line):
+    library, attempts, lines = DEFS[def_line]
+    at_def = policy_at(sites, def_line)
+    assert at_def.source == library and at_def.bound.attempts == attempts
+    for line in lines:
+        assert policy_at(sites, line).location == at_def.location, line
+
+
+def test_lines_outside_every_site_still_fail_and_name_the_reported_lines(sites):
+    with pytest.raises(ValueError, match=r"no retry site contains .*sites.py:1 \(retry sites found at lines: 7, 12, 21, 26, 31\)"):
+        policy_at(sites, 1)
+
+
+def test_replay_incident_takes_the_decorator_line_and_a_check_location(sites):
+    by_def = replay_incident(f"{sites}:22")
+    by_decorator = replay_incident(f"{sites}:21")  # backoff's decorator line
+    by_location = replay_incident(f"{sites}:21:2")  # as `retrylint check` prints it
+    assert by_def.peak == by_decorator.peak == by_location.peak and by_def.calls == by_decorator.calls
+    assert by_decorator.calls > 2000  # it retried: 4 tries each while the downstream is down
+
+
+def test_replay_incident_takes_a_multiline_tenacity_decorator(sites):
+    by_def = replay_incident(f"{sites}:17", messages=200)
+    for line in (12, 14, 16):
+        assert replay_incident(f"{sites}:{line}", messages=200).calls == by_def.calls
+
+
+def test_budget_check_takes_the_stamina_decorator_and_the_dict_line(sites):
+    decorated = budget_check.measure(f"{sites}:26", clients=100, seed=1)
+    assert decorated.retries == budget_check.measure(f"{sites}:27", clients=100, seed=1).retries > 0
+    built = budget_check.measure(f"{sites}:31", clients=100, seed=1)
+    assert built.retries == budget_check.measure(f"{sites}:40", clients=100, seed=1).retries > 0
+    assert built.retries != decorated.retries  # two different policies (5 vs 10 attempts)
+
+
+def test_the_command_takes_the_decorator_line(sites, capsys):
+    from pytest_retry_check.simulate import main
+
+    assert main(["--policy", f"{sites}:7", "--clients", "50", "--runs", "1", "--seed", "1"]) == 0
+    assert "sites.py:7" in capsys.readouterr().out
+    assert main(["--policy", f"{sites}:7:2", "--clients", "50", "--runs", "1", "--seed", "1"]) == 0
+    assert "sites.py:7" in capsys.readouterr().out
