@@ -108,23 +108,41 @@ def _serve(connection: "Connection", settings: Settings, memory_mb: int,
             return
         path, display = item
         connection.send(("start", None))  # the budget counts from here, not from the imports
+        before = _peak_kb()
         result = check(path, display, settings, False)
-        if memory_mb > 0 and _ran_out_of_memory(result):
+        if memory_mb > 0 and _ran_out_of_memory(result, memory_mb, _peak_kb() - before):
             result = over_memory(display, memory_mb)
         connection.send(("done", result))
 
 
-def _ran_out_of_memory(result: object) -> bool:
+def _peak_kb() -> int:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmPeak:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _ran_out_of_memory(result: object, memory_mb: int, grown_kb: int) -> bool:
     """Whether a worker's result says an allocation failed under its memory limit: a
-    ``MemoryError`` caught on the way (reported as an internal error, or as "nested too deeply
-    for Python's parser (MemoryError)"), or a library that could not be mapped (ImportError:
-    "failed to map segment"). Such a file is over the memory budget, whatever the message said."""
+    ``MemoryError`` caught on the way (an internal error), a library that could not be mapped
+    (ImportError: "failed to map segment"), or Python's parser failing with ``MemoryError``
+    (reported as "nested too deeply") after the worker had grown by a quarter of its budget, or
+    under a budget so small (< 32 MB) that any file may need more. CPython's parser also raises
+    ``MemoryError`` on an expression nested too deeply (100,000 unary minuses) without using
+    memory: that stays the parser's reason."""
     report = getattr(result, "report", None)
     for item in (result, report):
-        for text in (getattr(item, "notice", None), getattr(item, "error", None)):
-            if text and ("MemoryError" in text or "failed to map segment" in text
-                         or "Cannot allocate memory" in text or "cannot allocate memory" in text):
-                return True
+        error = getattr(item, "error", None)
+        if error and ("MemoryError" in error or "failed to map segment" in error
+                      or "annot allocate memory" in error):
+            return True
+        notice = getattr(item, "notice", None)
+        if notice and "(MemoryError)" in notice:
+            return memory_mb < 32 or grown_kb * 4 >= memory_mb * 1024
     return False
 
 

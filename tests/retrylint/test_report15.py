@@ -747,3 +747,14 @@ def test_a_noqa_with_other_tools_codes_is_not_tokenized():
 
     assert not _MAYBE.search(b"import os  # noqa: E501\nx = 1  # noqa:F401\n")
     assert _MAYBE.search(b"x = 1  # noqa: fixed-delay-retry\n") and _MAYBE.search(b"x = 1  # noqa: RTY20\n")
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="the memory budget is RLIMIT_AS")
+def test_a_parser_memory_error_on_deep_nesting_is_not_called_the_memory_budget(project, run):
+    # CPython's parser raises MemoryError on 100,000 unary minuses without using memory.
+    project.write("deep.py", "import time\n\n\ndef f(call):\n    while True:\n        try:\n"
+                             "            return call(" + "-" * 100_000 + "1)\n"
+                             "        except OSError:\n            time.sleep(1)\n")
+    code, out, err = run("check", "--no-cache", "--file-memory", "500", "deep.py")
+    assert "deep.py: could not analyse: the file is nested too deeply for Python's parser" in err
+    assert "memory budget" not in err and code == 0
