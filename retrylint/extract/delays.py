@@ -978,6 +978,9 @@ def _min(args: Sequence[cst.BaseExpression], env: DelayEnv) -> Shape:
         cap = min(float(inner.cap), float(cap))  # type: ignore[arg-type]
     # ``min(cap, d + uniform(0, 1))``: a bounded jitter drawn before the cap is clamped away by it.
     clamps = inner.jitter.kind in (JitterKind.ADDITIVE, JitterKind.EQUAL, JitterKind.PROPORTIONAL)
+    # ``min(cap, uniform(0, base * 2 ** n))``: full jitter drawn over a range that outgrows the
+    # cap piles the clients up on it (``uniform(0, min(cap, d))`` draws under the cap instead).
+    clamps = clamps or inner.jitter.kind is JitterKind.FULL and not known(inner.cap)
     return replace(inner, cap=cap, jitter_then_cap=inner.jitter_then_cap or clamps)
 
 

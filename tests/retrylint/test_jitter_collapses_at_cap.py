@@ -157,6 +157,33 @@ def test_hand_written_delays(expression, fires):
         assert all(min(30, 0.5 * 2 ** 6 + random.uniform(0, 1)) == 30 for _ in range(100))
 
 
+@pytest.mark.parametrize("clamped", [True, False], ids=["full-jitter-then-cap", "full-jitter-under-cap"])
+def test_hand_written_full_jitter_clamped_after_the_draw(clamped):
+    """``min(10, uniform(0, 2 ** attempt))`` draws over a range that outgrows the cap: at the 6th
+    retry (attempt = 5, range 0-32) 22/32 = 69 % of the draws are clamped to exactly 10 s, and
+    the rule's shares are those of the real expression; ``uniform(0, min(10, 2 ** attempt))``
+    draws under the cap and is silent."""
+    expression = "min(10, random.uniform(0, 2 ** attempt))" if clamped else "random.uniform(0, min(10, 2 ** attempt))"
+    findings, _ = _check(
+        f"""
+        import random, time
+        def fetch(call):
+            for attempt in range(8):
+                try:
+                    return call()
+                except ConnectionError:
+                    time.sleep({expression})
+        """
+    )
+    assert bool(findings) is clamped
+    if clamped:
+        message = findings[0].message
+        assert "from retry 6 on" in message and "69 % of them at retry 6" in message, message
+        rng = random.Random(4)
+        share = sum(min(10, rng.uniform(0, 2 ** 5)) == 10 for _ in range(20_000)) / 20_000
+        assert abs(share - 0.69) < 0.02
+
+
 def test_a_stamina_policy_in_a_module_dict_is_read_and_reported_where_it_is_built(monkeypatch):
     # gundi-action-runner services/gundi.py: ``@stamina.retry(**GUNDI_API_RETRY)``
     source = """
