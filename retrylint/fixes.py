@@ -338,8 +338,32 @@ class Fixer:
                     local = alias.asname.name if alias.asname is not None else alias.name
                     if alias.asname is not None and isinstance(local, cst.Name) and local.value == beside.value:
                         return False  # ``wait_exponential as expo``: leave aliases alone
+                single = self._single_line_import(dotted_name(node.module) or "", new_name)
+                if single is not None:
+                    return single
                 return self._insert_name(names, new_name, leaving)
         return False
+
+    def _single_line_import(self, module: str, new_name: str) -> Optional[Edit]:
+        """isort's force-single-line style (``from tenacity import retry`` /
+        ``from tenacity import stop_after_attempt``, one name a line, two or more): the new name
+        gets a line of its own, sorted among them, instead of joining one of them."""
+        tree = self._whole_tree()
+        if tree is None:
+            return None
+        same = [s for s in tree.body if isinstance(s, ast.ImportFrom) and s.level == 0 and s.module == module]
+        if len(same) < 2 or any(len(s.names) != 1 or s.names[0].asname is not None or s.names[0].name == "*"
+                                or s.end_lineno != s.lineno for s in same):
+            return None
+        indent = " " * same[0].col_offset
+        text = f"{indent}from {module} import {new_name}\n"
+        keys = [member_key(s.names[0].name) for s in same]
+        if keys == sorted(keys):
+            for statement, key in zip(same, keys):
+                if key > member_key(new_name):
+                    return Edit(statement.lineno, 1, statement.lineno, 1, text)
+        line = same[-1].lineno + 1
+        return Edit(line, 1, line, 1, text)
 
     def _insert_name(self, names: List[cst.ImportAlias], new_name: str, leaving: Optional[str] = None) -> Edit:
         keys = [member_key(dotted_name(a.name) or "") for a in names]

@@ -758,3 +758,24 @@ def test_a_parser_memory_error_on_deep_nesting_is_not_called_the_memory_budget(p
     code, out, err = run("check", "--no-cache", "--file-memory", "500", "deep.py")
     assert "deep.py: could not analyse: the file is nested too deeply for Python's parser" in err
     assert "memory budget" not in err and code == 0
+
+
+def test_force_single_line_imports_get_a_line_of_their_own(project, run):
+    pytest.importorskip("ruff")
+    project.write("pyproject.toml", "[tool.ruff.lint.isort]\nforce-single-line = true\n")
+    path = project.write("app.py", '''from tenacity import retry
+from tenacity import retry_if_exception_type
+from tenacity import wait_exponential
+
+
+@retry(wait=wait_exponential(max=9), retry=retry_if_exception_type(OSError))
+def fetch(url):
+    return url
+''')
+    assert _ruff("check", "--select", "F,I", cwd=project.root, isolated=False).returncode == 0
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "app.py")
+    out = path.read_text()
+    assert out.startswith("from tenacity import retry\nfrom tenacity import retry_if_exception_type\n"
+                          "from tenacity import stop_after_attempt\nfrom tenacity import wait_random_exponential\n")
+    checked = _ruff("check", "--select", "F,I", cwd=project.root, isolated=False)
+    assert checked.returncode == 0, checked.stdout
