@@ -200,6 +200,8 @@ def fold(node: Optional[ast.AST], env: Dict[str, Tuple[Any, int]]) -> Any:
     if isinstance(node, (ast.Tuple, ast.List)):
         items = tuple(fold(e, env) for e in node.elts)
         return _MISSING if any(i is _MISSING or isinstance(i, tuple) for i in items) else items
+    if isinstance(node, ast.Call) and _setting_default(node) is not None:
+        return fold(_setting_default(node), env)  # ``config.getint("core", "rpc-retry-wait", 30)``
     if isinstance(node, ast.Call) and _called_name(node.func) == "timedelta" and not node.args:
         total = 0.0
         for keyword in node.keywords:
@@ -209,6 +211,30 @@ def fold(node: Optional[ast.AST], env: Dict[str, Tuple[Any, int]]) -> Any:
             total += amount * _TIMEDELTA_UNITS[keyword.arg]
         return total
     return _MISSING
+
+
+#: A settings object read with a default: ``config.getint("core", "retries", 3)``,
+#: ``settings.get("max_retries", 5)``, ``conf.getfloat("s", "wait", fallback=2.0)``.
+_SETTINGS = re.compile(r"^_*(config|conf|cfg|configuration|settings|options|opts)$", re.IGNORECASE)
+_SETTING_GETTERS = frozenset({"get", "getint", "getfloat", "getboolean", "get_int", "get_float", "get_bool"})
+
+
+def _setting_default(call: ast.Call) -> Optional[ast.AST]:
+    """The literal default a settings getter falls back to (what the package ships), when the
+    keys are literal strings; None for anything else (``os.environ.get``, a computed key)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _SETTING_GETTERS):
+        return None
+    receiver = func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id if isinstance(receiver, ast.Name) else ""
+    if not _SETTINGS.match(name):
+        return None
+    keyword = next((k.value for k in call.keywords if k.arg in ("fallback", "default")), None)
+    keys = call.args if keyword is not None else call.args[:-1]
+    default = keyword if keyword is not None else (call.args[-1] if len(call.args) >= 2 else None)
+    if default is None or not keys or not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
+        return None
+    return default if isinstance(default, (ast.Constant, ast.UnaryOp)) else None
 
 
 def _is_number(value: Any) -> bool:

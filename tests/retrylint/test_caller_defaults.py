@@ -171,3 +171,34 @@ def test_a_method_of_the_same_name_in_another_class_is_not_a_caller():
     # Only OtherConnection's loop retries forever (its own caller leaves the limit to None).
     other_class_line = source[: source.index("class OtherConnection")].count("\n") + 1
     assert len(lines) == 1 and lines[0] > other_class_line
+
+
+SETTINGS = """
+import time
+from tenacity import Retrying, stop_after_attempt, wait_fixed
+from . import configuration
+
+
+class RemoteScheduler:
+    def __init__(self, url):
+        config = configuration.get_config()
+        self._url = url
+        self._attempts = config.getint("core", "rpc-retry-attempts", ATTEMPTS)
+        self._wait = config.getint("core", "rpc-retry-wait", fallback=WAIT)
+
+    def _get_retryer(self):
+        return Retrying(wait=wait_fixed(self._wait), stop=stop_after_attempt(self._attempts),
+                        retry=retry_if_exception_type(ConnectionError), reraise=True)
+"""
+
+
+def test_a_setting_read_with_a_literal_default_has_that_value():
+    """luigi ``config.getint("core", "rpc-retry-wait", 30)`` in ``__init__``: the package ships
+    30 s, so the policy waits a fixed 30 s for at most 3 attempts (issue 12, "settings objects
+    with literal defaults"); a default that is itself unknown keeps the values unknown."""
+    known = _findings(SETTINGS.replace("ATTEMPTS", "3").replace("WAIT", "30"))
+    assert [f.code for f in known] == ["RTY202"]
+    assert "30 s" in known[0].message and "at most 3 attempts" in known[0].message
+    unknown = _findings(SETTINGS.replace("ATTEMPTS", "self.DEFAULT").replace("WAIT", "self.DEFAULT_WAIT"))
+    assert [f.code for f in unknown] == ["RTY202"]
+    assert "30 s" not in unknown[0].message and "a limited number of attempts" in unknown[0].message
