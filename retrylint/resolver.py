@@ -57,10 +57,31 @@ class Resolver:
         if scope is None:
             config = load_config(path) if path is not None else Config(root=self.cwd)
             o = self.overrides
+            exclude = self._from_cwd(o.exclude, config.root) if o.exclude is not None else None
             settings = resolve(config, select=o.select, ignore=o.ignore, extend_select=o.extend_select,
-                               exclude=o.exclude, extend_exclude=o.extend_exclude)
+                               exclude=exclude, extend_exclude=self._from_cwd(o.extend_exclude, config.root))
             scope = self._scopes[path] = Scope(config, settings)
         return scope
+
+    def _from_cwd(self, patterns: List[str], root: Path) -> List[str]:
+        """Command-line patterns are written from the current directory, as ruff reads them;
+        a configuration's patterns from its own folder. ``vendor/*`` typed in ``src/`` under a
+        ``pyproject.toml`` one level up is ``src/vendor/*`` for that configuration; a bare name
+        (``vendor``) matches a part of any path, wherever it was typed."""
+        here = os.path.relpath(self.cwd, root).replace(os.sep, "/")
+        if here == ".":
+            return list(patterns)
+        out = []
+        for pattern in patterns:
+            if "/" not in pattern.strip("/"):
+                out.append(pattern)
+            elif here.startswith("../") or here == "..":
+                below = os.path.relpath(root, self.cwd).replace(os.sep, "/") + "/"
+                # the configuration lies below the current directory: patterns into it lose that prefix
+                out.append(pattern[len(below):] if pattern.startswith(below) else pattern)
+            else:
+                out.append(f"{here}/{pattern.lstrip('/')}")
+        return out
 
     def nearest_config(self, directory: str) -> Optional[Path]:
         """The configuration file at or above ``directory`` (absolute), memoised per folder."""

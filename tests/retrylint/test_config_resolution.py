@@ -120,6 +120,21 @@ def test_exclude_and_extend_exclude_on_the_command_line(project, run):
     assert set(by_file(run("check", "--no-cache", "--exclude", "gen", ".")[1])) == {"src/app.py", "build/app.py"}
 
 
+def test_command_line_exclude_patterns_are_read_from_the_current_directory(project, run, monkeypatch):
+    """As ruff: in ``src/`` under a ``pyproject.toml`` one level up, ``--extend-exclude
+    'vendor/*'`` skips ``src/vendor/``, and ``src/vendor/app.py`` names nothing there (it would
+    be ``src/src/vendor/app.py``); from the project root ``src/vendor/*`` does."""
+    project.write("pyproject.toml", "[tool.retrylint]\n")
+    project.write("src/app.py", FIXED_FOREVER)
+    project.write("src/vendor/app.py", FIXED_FOREVER)
+    assert set(by_file(run("check", "--no-cache", "--extend-exclude", "src/vendor/*", ".")[1])) == {"src/app.py"}
+    monkeypatch.chdir(project.root / "src")
+    assert set(by_file(run("check", "--no-cache", "--extend-exclude", "vendor/*", ".")[1])) == {"app.py"}
+    assert set(by_file(run("check", "--no-cache", "--extend-exclude", "src/vendor/app.py", ".")[1])) == {
+        "app.py", "vendor/app.py"}
+    assert set(by_file(run("check", "--no-cache", "--extend-exclude", "vendor", ".")[1])) == {"app.py"}
+
+
 def test_a_noqa_with_an_unknown_or_partial_code_is_warned_about(project, run):
     source = FIXED_FOREVER.replace("while True:", "while True:  # noqa: RTY10, E501").replace(
         "time.sleep(5)", "time.sleep(5)  # noqa: RTY999")
