@@ -225,8 +225,17 @@ class SchedulerClock(FakeClock):
         scheduler.wait(seconds)
 
 
+#: A step of :meth:`ThreadScheduler.wait_through`: returns the next wait and the step after it.
+Step = Callable[[], Tuple[float, Optional[Callable[[], Any]]]]
+
+
 class ThreadScheduler:
-    """Runs one client thread at a time: the one whose virtual wake-up time comes first."""
+    """Runs one client thread at a time: the one whose virtual wake-up time comes first.
+
+    The thread that runs holds the baton: when it sleeps or finishes, it pops the next client
+    due, moves the clock there and wakes that client's thread itself (one thread switch per
+    event, none when the sleeping client is the next one due). The calling thread only waits
+    for the end (or a client that stalls)."""
 
     def __init__(self, clock: SchedulerClock, *, horizon: float, max_sleeps: int, stall_timeout: float = 60.0) -> None:
         self.clock = clock
@@ -236,11 +245,22 @@ class ThreadScheduler:
         self._local = threading.local()
         self._heap: List[Tuple[float, int, int]] = []
         self._seq = 0
-        self._gates: List[threading.Semaphore] = []
-        # Semaphores, not Events: Event.wait(timeout) is a virtual sleep while a fake clock runs.
-        self._yielded = threading.Semaphore(0)
+        # Plain locks used as binary semaphores (released by one thread, acquired by another):
+        # not Events, whose wait(timeout) is a virtual sleep while a fake clock runs, and not
+        # threading.Semaphore, a Condition in Python that costs as much again per switch.
+        self._gates: List[Any] = []
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._error: Optional[BaseException] = None
+        #: Events taken in turn (wake-ups, steps): how the calling thread sees clients progress.
+        self.events = 0
+        #: Times a client's thread was woken by another thread (the real thread switches).
+        self.wakeups = 0
+        self._current = -1  # the client holding the baton
         self._aborted = False
         self._sleeps: List[int] = []
+        self._steps_due: Dict[int, Tuple["Step", int]] = {}
+        self._failed_steps: Dict[int, BaseException] = {}
 
     def is_client_thread(self) -> bool:
         return getattr(self._local, "index", None) is not None
@@ -257,21 +277,101 @@ class ThreadScheduler:
     def wait(self, seconds: float) -> None:
         """In a client thread: come back when virtual time reaches now + seconds."""
         index = self._local.index
-        self._push(self.clock.now() + seconds, index)
-        self._yielded.release()
+        clock = self.clock
+        now = clock.now()
+        at = now + seconds
+        heap = self._heap
+        if (not heap or at < heap[0][0]) and at <= self.horizon and not self._aborted:
+            # This client is the next one due (an entry pushed now comes after every entry
+            # already due at the same time): what the dispatch would do, without a switch.
+            self._seq += 1
+            self.events += 1
+            if at > now:
+                clock.advance(at - now)
+            return
+        self._push(at, index)
+        self._dispatch()
         self._gates[index].acquire()
         if self._aborted:
             raise _Aborted()
+
+    def wait_through(self, seconds: float, step: "Step") -> None:
+        """In a client thread: wait as a chain of waits whose in-between work needs nothing of
+        the client's thread (the fake downstream's network legs and its decision).
+
+        At now + ``seconds`` virtual time, ``step()`` runs in whichever thread holds the baton and
+        returns ``(seconds, next_step)``: the next wait, and what runs after it (None: the client
+        wakes then). Each wait takes its turn exactly as :meth:`wait` would (same order, same
+        time), but the client's thread is woken once, at the end, instead of after every wait."""
+        index = self._local.index
+        self._push_step(self.clock.now() + seconds, step, index)
+        self._dispatch()
+        self._gates[index].acquire()
+        if self._aborted:
+            raise _Aborted()
+        failed = self._failed_steps.pop(index, None)
+        if failed is not None:
+            raise failed
 
     def _push(self, at: float, index: int) -> None:
         heapq.heappush(self._heap, (at, self._seq, index))
         self._seq += 1
 
+    def _push_step(self, at: float, step: "Step", index: int) -> None:
+        self._steps_due[self._seq] = (step, index)
+        heapq.heappush(self._heap, (at, self._seq, -1))
+        self._seq += 1
+
+    def _run_step(self, seq: int) -> None:
+        step, index = self._steps_due.pop(seq)
+        token = _CLIENT.set(index)  # the step works for that client
+        try:
+            seconds, after = step()
+        except BaseException as exc:  # noqa: B036 - raised in the client's thread when it wakes
+            self._failed_steps[index] = exc
+            seconds, after = 0.0, None
+        finally:
+            _CLIENT.reset(token)
+        at = self.clock.now() + seconds
+        if after is None:
+            self._push(at, index)
+        else:
+            self._push_step(at, after, index)
+
+    def _dispatch(self) -> None:
+        """Hand the baton to the next client due, or tell the calling thread that all is done."""
+        if self._aborted:
+            return
+        try:
+            heap = self._heap
+            clock = self.clock
+            while heap:
+                at, seq, index = heapq.heappop(heap)
+                if at > self.horizon:
+                    break
+                now = clock.now()
+                if at > now:
+                    clock.advance(at - now)
+                self.events += 1
+                if index < 0:
+                    self._run_step(seq)
+                    continue
+                self._current = index
+                if index != getattr(self._local, "index", None):
+                    self.wakeups += 1
+                self._gates[index].release()
+                return
+        except BaseException as exc:  # noqa: B036 - raised in the calling thread
+            self._error = exc
+        _release(self._done)
+
     def run(self, client: Callable[[Any], Any], clients: int, downstream: Any) -> List[ClientResult]:
         __tracebackhide__ = True
         _check_client(client, clients)
         results: List[Optional[ClientResult]] = [None] * clients
-        self._gates = [threading.Semaphore(0) for _ in range(clients)]
+        self._gates = [threading.Lock() for _ in range(clients)]
+        for gate in self._gates:
+            gate.acquire()
         self._sleeps = [0] * clients
 
         def body(index: int) -> None:
@@ -297,18 +397,19 @@ class ThreadScheduler:
                 outcome, error = "raised", exc
             results[index] = ClientResult(index, outcome, error, None if outcome == "unfinished" else self.clock.now())
             self._local.index = None
-            self._yielded.release()
+            self._dispatch()
 
         threads = [threading.Thread(target=body, args=(i,), name=f"retry-check-client-{i}", daemon=True) for i in range(clients)]
         for index, thread in enumerate(threads):
             self._push(0.0, index)
             thread.start()
         try:
-            self._loop(results)
+            self._dispatch()
+            self._wait_for_the_end()
         finally:
             self._aborted = True
             for gate in self._gates:
-                gate.release()
+                _release(gate)
             for thread in threads:
                 thread.join(self.stall_timeout)
         for result in results:
@@ -316,22 +417,28 @@ class ThreadScheduler:
                 raise result.error
         return [r if r is not None else ClientResult(i, "unfinished") for i, r in enumerate(results)]
 
-    def _loop(self, results: List[Optional[ClientResult]]) -> None:
-        clock = self.clock
-        while self._heap:
-            at, _, index = heapq.heappop(self._heap)
-            if at > self.horizon:
-                return
-            now = clock.now()
-            if at > now:
-                clock.advance(at - now)
-            self._gates[index].release()
-            if not self._yielded.acquire(timeout=self.stall_timeout):
+    def _wait_for_the_end(self) -> None:
+        # A client that neither sleeps nor finishes for stall_timeout real seconds is named.
+        polls, quiet, seen = 4, 0, -1
+        while not self._done.acquire(timeout=self.stall_timeout / polls):
+            steps = self.events
+            quiet = quiet + 1 if steps == seen else 0
+            seen = steps
+            if quiet >= polls:
                 raise RuntimeError(
-                    f"client #{index} has not slept or finished for {self.stall_timeout:g} real seconds at virtual "
-                    f"+{format_seconds(clock.now())}: it waits for something real (a socket, a lock, another thread); "
+                    f"client #{self._current} has not slept or finished for {self.stall_timeout:g} real seconds at virtual "
+                    f"+{format_seconds(self.clock.now())}: it waits for something real (a socket, a lock, another thread); "
                     "the simulation of sync code needs the callable downstream it was given"
                 )
+        if self._error is not None:
+            raise self._error
+
+
+def _release(lock: Any) -> None:
+    try:
+        lock.release()
+    except RuntimeError:  # already released (the end, after an abort)
+        pass
 
 
 def run_threads(

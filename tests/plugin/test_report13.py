@@ -137,3 +137,88 @@ def test_the_command_takes_the_decorator_line(sites, capsys):
     assert "sites.py:7" in capsys.readouterr().out
     assert main(["--policy", f"{sites}:7:2", "--clients", "50", "--runs", "1", "--seed", "1"]) == 0
     assert "sites.py:7" in capsys.readouterr().out
+
+
+# -- item 2: the incident with real sync code: one thread switch per event, same results --------
+import random  # noqa: E402
+
+from pytest_retry_check.population import ASYNC_START, SchedulerClock, ThreadScheduler  # noqa: E402
+from pytest_retry_check.simulation import CapacityModel, Network, SimulatedDownstream  # noqa: E402
+
+
+def _jittered(downstream, sleeps):
+    import time
+
+    for attempt in range(1, 6):
+        try:
+            return downstream()
+        except ConnectionError:
+            if attempt == 5:
+                raise
+            sleeps.append(attempt)
+            time.sleep(random.uniform(0, min(20.0, 2.0 ** (attempt - 1))))
+
+
+class _LegByLeg(SimulatedDownstream):
+    """The downstream as it was: the client's thread waits out every leg itself."""
+
+    def __call__(self, *args, **kwargs):
+        wait = self._clock.scheduler.wait
+        wait(self._leg())
+        read_at = self._clock.now()
+        if self.model.read_phase:
+            wait(self._leg() + self._leg())
+        ok = self._decide(read_at)
+        wait(self._leg())
+        return self._answer(ok)
+
+
+def _run(downstream_class, clients, seed):
+    model = CapacityModel(50, 1.0, ((0.0, 5.0),), Network(0.001, 0.0002))
+    clock = SchedulerClock(ASYNC_START)
+    downstream = downstream_class(model, random.Random(seed), clock)
+    scheduler = ThreadScheduler(clock, horizon=3600.0, max_sleeps=100)
+    clock.scheduler = scheduler
+    sleeps = []
+    random.seed(seed)
+    with clock:
+        results = scheduler.run(lambda d: _jittered(d, sleeps), clients, downstream)
+    clock.scheduler = None
+    return scheduler, downstream, results, sleeps
+
+
+def test_a_call_to_the_simulated_downstream_wakes_the_client_thread_once():
+    # Before: every network leg was a round trip through the scheduler's thread (two real
+    # thread switches per leg, three legs a call); now the thread that sleeps hands over to the
+    # next client due, and a call's legs and decision run in turn without waking the caller.
+    scheduler, downstream, results, sleeps = _run(SimulatedDownstream, 200, seed=3)
+    calls = len(downstream.calls)
+    assert calls > 400 and len(sleeps) > 200
+    assert {r.outcome for r in results} <= {"returned", "raised"}
+    # one wake-up per client start, per call's answer and per sleep; at most
+    assert scheduler.wakeups <= 200 + calls + len(sleeps)
+    assert scheduler.events == 200 + 2 * calls + len(sleeps)  # the arrival (and decision), the answer
+
+
+def test_waiting_through_the_legs_changes_nothing_in_the_schedule():
+    for seed in (1, 2):
+        _, by_steps, results, sleeps = _run(SimulatedDownstream, 150, seed)
+        _, leg_by_leg, old_results, old_sleeps = _run(_LegByLeg, 150, seed)
+        assert by_steps.calls == leg_by_leg.calls  # (time, client, ok) of every call, in order
+        assert [(r.outcome, r.finished_at) for r in results] == [(r.outcome, r.finished_at) for r in old_results]
+        assert sleeps == old_sleeps
+
+
+def test_a_step_that_fails_raises_in_its_own_client():
+    clock = SchedulerClock(ASYNC_START)
+    scheduler = ThreadScheduler(clock, horizon=100.0, max_sleeps=10)
+
+    def boom():
+        raise ValueError("the step failed")
+
+    def client(_):
+        scheduler.wait_through(1.0, boom)
+
+    with clock:
+        results = scheduler.run(client, 2, None)
+    assert [(r.outcome, str(r.error), r.finished_at) for r in results] == [("raised", "the step failed", 1.0)] * 2
