@@ -90,7 +90,49 @@ def _fake_sleep(seconds: float) -> None:
     clock = current_clock()
     if clock is None or _caller_ignored(1):
         return real_sleep(seconds)
+    _one_waiting_thread(clock, "time.sleep", seconds)
     clock.sleep(seconds, kind="time.sleep", _depth=2)
+
+
+def _one_waiting_thread(clock: "FakeClock", kind: str, seconds: Any) -> None:
+    """Fail loudly when a thread the test started waits in virtual time while another thread
+    does too: every virtual wait moves the one clock at once, so the waits of two threads add up
+    instead of overlapping, and a heartbeat thread (``while not stop.wait(10):
+    change_message_visibility(...)``) beats at the wrong times, or not at all, while the handler
+    sleeps. The test's own thread and the simulated clients (``run_workers``, the herd and
+    incident simulations: one at a time in virtual-time order) are not background threads."""
+    __tracebackhide__ = True
+    ident = threading.get_ident()
+    waiters = clock._waiting_threads
+    if ident not in waiters:
+        background = ident != clock._owner_thread
+        if background:
+            from .population import current_client
+
+            background = current_client() < 0
+        waiters[ident] = (background, threading.current_thread())
+    if len(waiters) < 2:
+        return
+    for other, (_, thread) in list(waiters.items()):
+        if not thread.is_alive():  # done: its waits are over, not overlapping any more
+            del waiters[other]
+    background = [thread.name for bg, thread in waiters.values() if bg]
+    if not background or len(waiters) < 2 or clock.tripped is not None:
+        return
+    here = waiters[ident][1].name
+    message = (
+        f"virtual waits on several threads: {here!r} called {kind}({seconds!r}) under the fake clock while "
+        f"{', '.join(repr(t.name) for _, t in waiters.values() if t.name != here)} also waits in virtual time; the thread(s) "
+        f"{', '.join(repr(n) for n in background)} were started by the test's code. Every virtual wait moves the one "
+        "clock at once, so the waits of two threads add up instead of overlapping: a heartbeat thread looping on "
+        "Event.wait(10) would not beat every 10 s while the handler sleeps. Heartbeats must be inline: call "
+        "change_message_visibility / delivery.heartbeat() / modify_ack_deadline from the handler between its steps "
+        "of work (or run the thread's waits for real: `with fake_clock.real_waits():` in that thread)."
+    )
+    from .timeline import RetryGuardTripped, raised
+
+    clock.tripped = raised(RetryGuardTripped, message)
+    raise clock.tripped
 
 
 def _fake_asyncio_sleep(delay: float, result: Any = None) -> Any:
@@ -132,6 +174,7 @@ def _fake_event_wait(self: threading.Event, timeout: Optional[float] = None) -> 
     clock = current_clock()
     if clock is None or timeout is None or timeout <= 0 or self.is_set() or _caller_ignored(1):
         return _real_event_wait(self, timeout)
+    _one_waiting_thread(clock, "Event.wait", timeout)
     clock.sleep(timeout, kind="Event.wait", _depth=2)
     return self.is_set()
 
@@ -263,6 +306,9 @@ class FakeClock(Timeline):
         self.max_real_wait = max_real_wait
         #: Counts real_waits() entries: a downstream does not judge a gap in which one was used.
         self.real_wait_entries = 0
+        #: Threads that waited in virtual time: ident -> (started by the test's code, the thread).
+        self._waiting_threads: Dict[int, Tuple[bool, threading.Thread]] = {}
+        self._owner_thread = threading.get_ident()
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"seed must be an int or None, not {seed!r}")
         for name, value in (("io_grace", io_grace), ("io_wait_limit", io_wait_limit)):
@@ -319,6 +365,8 @@ class FakeClock(Timeline):
                 self._random_state = random.getstate()
                 random.seed(self.seed)
             _active.append(self)
+            self._owner_thread = threading.get_ident()
+            self._waiting_threads = {}
         try:
             self._scan_direct_caller()
         except BaseException:  # CapturedClockWarning turned into an error: do not stay active

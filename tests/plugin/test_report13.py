@@ -13,6 +13,8 @@ import pytest
 from pytest_retry_check import policy_at, replay_incident
 from pytest_retry_check.budgets import budget_check
 
+pytest_plugins = ["pytester"]
+
 SITES = '''\
 import backoff
 import requests
@@ -222,3 +224,117 @@ def test_a_step_that_fails_raises_in_its_own_client():
     with clock:
         results = scheduler.run(client, 2, None)
     assert [(r.outcome, str(r.error), r.finished_at) for r in results] == [("raised", "the step failed", 1.0)] * 2
+
+
+# -- item 9: a heartbeat thread under the fake clock fails loudly --------------------------------
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from pytest_retry_check import FakeClock, RetryGuardTripped  # noqa: E402
+
+
+def _heartbeat(stop, beats, clock):
+    while not stop.wait(10):  # the usual heartbeat: extend the visibility every 10 s
+        beats.append(clock.now())
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_heartbeat_thread_while_the_handler_sleeps_fails_loudly():
+    stop, beats = threading.Event(), []
+    with pytest.raises(RetryGuardTripped) as info:
+        with FakeClock() as clock:
+            time.sleep(1)  # the handler's first step of work
+            beat = threading.Thread(target=_heartbeat, args=(stop, beats, clock), name="heartbeat", daemon=True)
+            beat.start()
+            with clock.real_waits():
+                beat.join(5)  # (the test waits until the thread's first wait failed: no race)
+            try:
+                time.sleep(25)  # before: passed, the beats at the wrong times (or none)
+            finally:
+                stop.set()
+    message = str(info.value)
+    assert "'heartbeat' called Event.wait(10)" in message and "Heartbeats must be inline" in message
+    assert beats == [] and not beat.is_alive()
+
+
+def test_the_handler_sleeping_while_a_heartbeat_thread_waits_fails_loudly():
+    # The other order: the heartbeat thread's wait first, then the handler's sleep.
+    stop, beats, waiting = threading.Event(), [], threading.Event()
+
+    def heartbeat(clock):
+        waiting.set()
+        with clock.real_waits():
+            stop.wait(5)  # holds the thread alive (for real) once it has waited virtually
+        beats.append(clock.now())
+
+    with FakeClock() as clock:
+        beat = threading.Thread(target=lambda: (_first_wait(clock), heartbeat(clock)), name="heartbeat", daemon=True)
+        beat.start()
+        with clock.real_waits():
+            assert waiting.wait(5)
+        with pytest.raises(RetryGuardTripped, match=r"'MainThread' called time.sleep\(25\).*'heartbeat'.*Heartbeats must be inline"):
+            time.sleep(25)
+        stop.set()
+        beat.join(5)
+        clock.tripped = None  # the trip was expected here
+
+
+def _first_wait(clock):
+    threading.Event().wait(10)
+
+
+def test_waits_on_one_thread_at_a_time_stay_allowed():
+    # A worker thread that retries while the test thread only joins it, then the test sleeps:
+    # never two threads waiting at once.
+    done = []
+
+    def worker():
+        for _ in range(3):
+            threading.Event().wait(2)
+            time.sleep(1)
+        done.append(True)
+
+    with FakeClock() as clock:
+        thread = threading.Thread(target=worker, name="worker")
+        thread.start()
+        with clock.real_waits():
+            thread.join(5)
+        time.sleep(5)
+        assert done and clock.now() == 14
+    # the simulated clients of run_workers / the incident are not background threads either
+    report = replay_incident(lambda downstream: _simulated_client(downstream), messages=20)
+    assert report.calls >= 20
+
+
+def _simulated_client(downstream):
+    for _ in range(3):
+        try:
+            return downstream()
+        except ConnectionError:
+            threading.Event().wait(0.5)
+
+
+def test_the_fixture_fails_a_test_whose_heartbeat_thread_lost_the_error(pytester):
+    pytester.makepyfile(
+        """
+        import threading, time
+
+        def test_handler_with_a_heartbeat_thread(fake_clock):
+            stop = threading.Event()
+            time.sleep(1)
+            def beat():
+                while not stop.wait(10):
+                    pass
+            t = threading.Thread(target=beat, name="heartbeat", daemon=True)
+            t.start()
+            with fake_clock.real_waits():
+                t.join(5)   # its error is lost in the thread
+            stop.set()
+        """
+    )
+    result = pytester.runpytest_inprocess(
+        "-p", "no:hypothesispytest", "-p", "no:xdist", "-o", "asyncio_default_fixture_loop_scope=function",
+        "-W", "ignore::pytest.PytestUnhandledThreadExceptionWarning",
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    assert "Heartbeats must be inline" in result.stdout.str()
