@@ -63,6 +63,18 @@ IGNORED_MODULES: Tuple[str, ...] = (
     "pydevd",
 )
 
+#: Modules of these packages (``queue`` and ``queue.x``, not a ``queue_worker`` of your own);
+#: a few are matched as prefixes because their internals are separate top-level modules.
+_IGNORED_NAMES = frozenset(IGNORED_MODULES)
+_IGNORED_STARTS = tuple(m + "." for m in IGNORED_MODULES) + ("_hypothesis", "pydevd", "_pydevd")
+
+
+def ignored_module(name: str) -> bool:
+    """True for a module whose calls keep real time (the test runner's, the standard library's
+    queues and threads, ...): ``queue`` and ``queue.x``, not a ``queue_worker`` of your own."""
+    return name in _IGNORED_NAMES or name.startswith(_IGNORED_STARTS)
+
+
 _active: List["FakeClock"] = []
 _state_lock = threading.RLock()
 _patches: Optional["_ProcessPatches"] = None
@@ -82,7 +94,7 @@ def _caller_ignored(depth: int) -> bool:
         name = sys._getframe(depth + 1).f_globals.get("__name__") or ""
     except ValueError:
         return False
-    return name.startswith(IGNORED_MODULES)
+    return ignored_module(name)
 
 
 def _fake_sleep(seconds: float) -> None:
@@ -192,7 +204,7 @@ _alias_cache: Dict[str, Tuple[int, int, Tuple[str, ...]]] = {}
 
 def _module_dicts() -> Iterator[Tuple[str, Dict[str, Any], Any]]:
     for name, module in list(sys.modules.items()):
-        if module is None or name.startswith(IGNORED_MODULES):
+        if module is None or ignored_module(name):
             continue
         try:
             namespace = vars(module)
@@ -430,7 +442,7 @@ class FakeClock(Timeline):
         frame = sys._getframe(2)
         while frame is not None and (frame.f_globals.get("__name__") or "").startswith(("pytest_retry_check", "contextlib", "functools")):
             frame = frame.f_back
-        if frame is None or (frame.f_globals.get("__name__") or "").startswith(IGNORED_MODULES):
+        if frame is None or ignored_module(frame.f_globals.get("__name__") or ""):
             return
         module = sys.modules.get(frame.f_globals.get("__name__") or "")
         self.warn_captured(self.scan_captured(modules=[module] if module is not None else [], frame=frame), stacklevel=4)

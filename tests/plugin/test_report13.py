@@ -338,3 +338,25 @@ def test_the_fixture_fails_a_test_whose_heartbeat_thread_lost_the_error(pytester
     )
     result.assert_outcomes(passed=1, errors=1)
     assert "Heartbeats must be inline" in result.stdout.str()
+
+
+# -- found while measuring item 2: a module of yours named queue_* slept for real -------------
+def test_a_module_named_like_an_ignored_one_still_sleeps_in_virtual_time(tmp_path, monkeypatch):
+    # bench/queue_bench.py imported as `queue_bench` slept for real under the clock: the real-time
+    # modules were matched as prefixes ("queue" matched "queue_bench").
+    (tmp_path / "queue_worker_r13.py").write_text(
+        "import time\nfrom time import sleep\n\n"
+        "def work():\n    time.sleep(3)\n    sleep(2)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import queue_worker_r13
+
+    started = time.perf_counter()
+    with FakeClock() as clock:
+        queue_worker_r13.work()
+        assert clock.now() == 5 and [r.seconds for r in clock.sleeps] == [3, 2]
+    assert time.perf_counter() - started < 2
+    from pytest_retry_check.clock import ignored_module
+
+    assert ignored_module("queue") and ignored_module("concurrent.futures.thread") and ignored_module("_hypothesis_pytestplugin")
+    assert not ignored_module("queue_worker_r13") and not ignored_module("threading_helpers") and not ignored_module("coverage_report")
