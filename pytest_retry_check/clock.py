@@ -123,11 +123,14 @@ def _one_waiting_thread(clock: "FakeClock", kind: str, seconds: Any) -> None:
 
             background = current_client() < 0
         waiters[ident] = (background, threading.current_thread())
-    if len(waiters) < 2:
-        return
-    for other, (_, thread) in list(waiters.items()):
+        if background:
+            clock._background_waiters += 1
+    if not clock._background_waiters or len(waiters) < 2:
+        return  # (every sleep of the simulations' clients comes here: keep it cheap)
+    for other, (bg, thread) in list(waiters.items()):
         if not thread.is_alive():  # done: its waits are over, not overlapping any more
             del waiters[other]
+            clock._background_waiters -= bg
     background = [thread.name for bg, thread in waiters.values() if bg]
     if not background or len(waiters) < 2 or clock.tripped is not None:
         return
@@ -320,6 +323,7 @@ class FakeClock(Timeline):
         self.real_wait_entries = 0
         #: Threads that waited in virtual time: ident -> (started by the test's code, the thread).
         self._waiting_threads: Dict[int, Tuple[bool, threading.Thread]] = {}
+        self._background_waiters = 0
         self._owner_thread = threading.get_ident()
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"seed must be an int or None, not {seed!r}")
@@ -379,6 +383,7 @@ class FakeClock(Timeline):
             _active.append(self)
             self._owner_thread = threading.get_ident()
             self._waiting_threads = {}
+            self._background_waiters = 0
         try:
             self._scan_direct_caller()
         except BaseException:  # CapturedClockWarning turned into an error: do not stay active
