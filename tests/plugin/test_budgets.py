@@ -11,9 +11,6 @@ from pytest_retry_check.budgets import RetryBudgetExhausted, TokenBucket, budget
 
 
 def main(argv):
-    # Imported when called: importing the submodule pytest_retry_check.simulate at collection
-    # would make the package attribute `simulate` the module, not the function, for test modules
-    # collected after this one (`from pytest_retry_check import simulate`).
     from pytest_retry_check.simulate import main as command
 
     return command(argv)

@@ -460,3 +460,22 @@ def test_the_docs_table_is_what_the_simulation_gives(aws):
             for kind in AWS_STRATEGIES
         )
         assert row == f"| {clients} | {expected} |"
+
+
+def test_simulate_is_the_function_whatever_was_imported_first():
+    """Importing the command's submodule (``pytest_retry_check.simulate``) binds the package
+    attribute to it; ``from pytest_retry_check import simulate`` then gave a module, so a suite
+    whose files were collected in another order failed (``'module' object is not callable``).
+    In a fresh interpreter, submodule first: the name still simulates."""
+    import subprocess
+    import sys
+
+    code = (
+        "import pytest_retry_check.simulate\n"
+        "from pytest_retry_check import Backoff, simulate\n"
+        "r = simulate(Backoff('full', base=0.5, cap=20, max_attempts=4), clients=20, seed=1)\n"
+        "print(type(r).__name__, r.requests > 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SimulationResult", "True"]
