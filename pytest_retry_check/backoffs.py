@@ -179,7 +179,10 @@ class PolicyStrategy(Strategy):
     The delay before retry k is drawn uniformly from the range that
     ``retrylint.schedule.delay_range`` gives for it (every jitter kind of the model is a
     uniform draw; no jitter is the single value), so the simulation agrees with
-    ``retrylint explain``. Decorrelated jitter gets the previous *drawn* delay.
+    ``retrylint explain``. Decorrelated jitter gets the previous *drawn* delay. Jitter the policy
+    draws before its cap (stamina, redis-py, ``min(cap, uniform(0, d))``) is drawn over the
+    uncapped range and then clamped, as the code does: the share of clients exactly on the cap
+    is the real one.
 
     Values the checker could not read statically (``UNKNOWN``) cannot be simulated: pass
     ``max_attempts=``/``deadline=`` to stand in for an unknown bound.
@@ -208,6 +211,12 @@ class PolicyStrategy(Strategy):
             raise ValueError(f"the retry site at {where} waits, but retrylint cannot tell how long ({delay.text or 'unknown delay'}): nothing to simulate")
         self._decorrelated = delay.jitter.kind is JitterKind.DECORRELATED
         self.stateless = not self._decorrelated
+        # Jitter drawn before the cap (stamina, redis-py, ``min(cap, uniform(0, d))``): draw over
+        # the uncapped range, then clamp, so the share of clients sitting exactly on the cap is
+        # the real one (a uniform draw over the clamped range would spread them under it).
+        self._clamp_after: Optional[float] = None
+        if delay.jitter_then_cap and known(delay.cap):
+            self._clamp_after = float(delay.cap)
         first = self._range(1, None)
         if not (known(first.low) and known(first.high)):
             missing = [n for n in ("base", "factor", "step", "cap") if getattr(delay, n) is not None and not known(getattr(delay, n))]
@@ -223,7 +232,12 @@ class PolicyStrategy(Strategy):
         from retrylint.schedule import DelayRange, delay_range
 
         prior = None if previous is None else DelayRange(previous, previous, previous)
-        return delay_range(self.policy.delay, k, prior)
+        delay = self.policy.delay
+        if self._clamp_after is not None:
+            from dataclasses import replace
+
+            delay = replace(delay, cap=None, jitter_then_cap=False)
+        return delay_range(delay, k, prior)
 
     def _low_span(self, k: int, previous: Optional[float]) -> Tuple[float, float]:
         from retrylint.model import known
@@ -238,12 +252,15 @@ class PolicyStrategy(Strategy):
 
     def sampler(self, rng: random.Random) -> DelayFn:
         rand = rng.random
+        cap = self._clamp_after
         if self._decorrelated:
             previous: List[Optional[float]] = [None]
 
             def decorrelated(k: int) -> float:
                 low, span = self._low_span(k, previous[0])
                 value = low + span * rand()
+                if cap is not None:
+                    value = min(cap, value)
                 previous[0] = value
                 return value
 
@@ -255,7 +272,8 @@ class PolicyStrategy(Strategy):
             while len(table) <= k:
                 table.append(self._low_span(len(table), None))
             low, span = table[k]
-            return low + span * rand() if span else low
+            value = low + span * rand() if span else low
+            return value if cap is None else min(cap, value)
 
         return delay
 

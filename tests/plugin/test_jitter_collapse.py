@@ -106,3 +106,33 @@ def test_decorrelated_jitter_piling_at_its_cap_is_not_a_collapse():
 
     report = measure_dispersion(client, clients=300, outages=[(0, 300)])
     assert report.passed, report.describe()
+
+
+@pytest.mark.parametrize("expression, at_cap", [
+    ("min(10, random.uniform(0, 2 ** attempt))", 22 / 32),  # jitter drawn, then clamped
+    ("random.uniform(0, min(10, 2 ** attempt))", 0.0),  # jitter under the cap
+])
+def test_a_simulated_site_clamps_after_the_draw_as_the_code_does(tmp_path, expression, at_cap):
+    """The simulation's strategy for a retry site (``PolicyStrategy``) draws a jitter-then-cap
+    delay over the uncapped range and clamps it: at retry 6 (``2 ** 5`` = 32) the real code waits
+    exactly 10 s in 22 of 32 draws. Drawing over the clamped range 0-10 put nobody on the cap."""
+    from pytest_retry_check.backoffs import PolicyStrategy, policy_at
+
+    site = tmp_path / "site.py"
+    site.write_text(
+        "import random, time\n\n"
+        "def fetch(call):\n"
+        "    for attempt in range(8):\n"
+        "        try:\n"
+        "            return call()\n"
+        "        except ConnectionError:\n"
+        f"            time.sleep({expression})\n"
+    )
+    strategy = PolicyStrategy(policy_at(site, 4))
+    rng = random.Random(7)
+    sampled = [strategy.sampler(rng)(6) for _ in range(4000)]
+    real = [eval(expression, {"random": rng, "min": min}, {"attempt": 5}) for _ in range(4000)]  # noqa: S307
+    share = sum(d == 10 for d in sampled) / len(sampled)
+    assert abs(share - at_cap) < 0.03
+    assert abs(share - sum(d == 10 for d in real) / len(real)) < 0.04
+    assert max(sampled) <= 10
