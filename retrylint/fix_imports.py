@@ -90,14 +90,7 @@ def _rejoined(old_tree: ast.Module, text: str, line_length: int) -> str:
             continue
         newline = last[len(body):]
         edits.append(Edit(statement.lineno, 1, statement.end_lineno + 1, 1, joined + newline))
-    if not edits:
-        return text
-    joined_text, _ = apply(text, edits)
-    try:
-        ast.parse(joined_text)
-    except SyntaxError:
-        return text
-    return joined_text
+    return _applied_if_valid(text, edits)
 
 
 def _one_pass(text: str, old_imports, old_used: Set[str]) -> str:
@@ -117,6 +110,11 @@ def _one_pass(text: str, old_imports, old_used: Set[str]) -> str:
             edits.append(edit)
             edits.extend(_comment_moved(statement, index, lines, edit, old_imports))
             done.add(id(statement))
+    return _applied_if_valid(text, edits)
+
+
+def _applied_if_valid(text: str, edits: List[Edit]) -> str:
+    """``text`` with ``edits`` applied, or unchanged when there are none or the result does not parse."""
     if not edits:
         return text
     fixed, _ = apply(text, edits)

@@ -200,8 +200,9 @@ def fold(node: Optional[ast.AST], env: Dict[str, Tuple[Any, int]]) -> Any:
     if isinstance(node, (ast.Tuple, ast.List)):
         items = tuple(fold(e, env) for e in node.elts)
         return _MISSING if any(i is _MISSING or isinstance(i, tuple) for i in items) else items
-    if isinstance(node, ast.Call) and _setting_default(node) is not None:
-        return fold(_setting_default(node), env)  # ``config.getint("core", "rpc-retry-wait", 30)``
+    default = _setting_default(node) if isinstance(node, ast.Call) else None
+    if default is not None:
+        return fold(default, env)  # ``config.getint("core", "rpc-retry-wait", 30)``
     if isinstance(node, ast.Call) and _called_name(node.func) == "timedelta" and not node.args:
         total = 0.0
         for keyword in node.keywords:

@@ -609,9 +609,7 @@ def _handler_timeouts(function: cst.FunctionDef, start: int, messages: Set[str],
             for item in node.items:
                 call = item.item
                 if isinstance(call, cst.Call) and last_name(call.func) in _TIMEOUT_CONTEXTS:
-                    positional, keywords = call_args(call)
-                    limit = _number(keywords.get("delay") or keywords.get("seconds") or keywords.get("timeout")
-                                    or (positional[0] if positional else None), ctx)
+                    limit = _context_limit(call, ctx)
                     work = node.body
                     shown = f"`{ctx.code(call)}`"
                     break
@@ -688,9 +686,7 @@ def _bounded(held: Tuple[float, str], node: Optional[cst.CSTNode], function: cst
             for item in ancestor.items:
                 call = item.item
                 if isinstance(call, cst.Call) and last_name(call.func) in _TIMEOUT_CONTEXTS:
-                    positional, keywords = call_args(call)
-                    limit = _number(keywords.get("delay") or keywords.get("seconds") or keywords.get("timeout")
-                                    or (positional[0] if positional else None), ctx)
+                    limit = _context_limit(call, ctx)
                     if known(limit):
                         limits.append(float(limit))  # type: ignore[arg-type]
     if limits and min(limits) < held[0]:
@@ -726,3 +722,11 @@ def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[Visibil
 
 
 __all__ = ["extract", "HEARTBEATS", "CELERY_SETTINGS"]
+
+
+def _context_limit(call: cst.Call, ctx: ModuleContext) -> Num:
+    """The seconds of a timeout scope: ``asyncio.timeout(N)``, ``anyio.fail_after(delay=N)``,
+    ``eventlet.Timeout(seconds=N)``."""
+    positional, keywords = call_args(call)
+    return _number(keywords.get("delay") or keywords.get("seconds") or keywords.get("timeout")
+                   or (positional[0] if positional else None), ctx)
