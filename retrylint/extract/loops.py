@@ -903,6 +903,8 @@ def _success_exit(
     for exit_node, guard, positive in exits_in(attempt + rest, ctx):
         if isinstance(exit_node, cst.Break) and (inner or _in_inner_loop(exit_node, loop, ctx)):
             continue
+        if isinstance(exit_node, cst.Break) and _after_stop_wait(exit_node, ctx):
+            continue
         if guard is None or is_success_test(guard.test, positive, ctx, result_names):
             return True
     if isinstance(loop, cst.While):
@@ -919,6 +921,29 @@ def _success_exit(
                     for target in targets:
                         if dotted_name(target.target) in tested:
                             return True
+    return False
+
+
+#: The receiver of a wait that a shutdown ends: ``self.stop_event``, ``self._closing``.
+_STOP_SIGNAL = re.compile(r"(stop|shutdown|exit|clos|cancel|quit|terminat|halt)", re.I)
+
+
+def _after_stop_wait(exit_node: cst.Break, ctx: ModuleContext) -> bool:
+    """``await wait_for(self.stop_event.wait(), timeout=1.0)`` then ``break``: the break is the
+    shutdown the stop signal asks for, and the pass that times out goes round again (nacos's
+    periodic refresh), so the work before it is not an attempt that leaves on success."""
+    line = ctx.parent(exit_node)
+    block = ctx.parent(line) if line is not None else None
+    if not isinstance(block, cst.IndentedBlock):
+        return False
+    members = list(block.body)
+    index = next((i for i, m in enumerate(members) if m is line), 0)
+    if index == 0:
+        return False
+    for node in walk(members[index - 1]):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "wait":
+            if _STOP_SIGNAL.search(dotted_name(node.func.value) or ""):
+                return True
     return False
 
 

@@ -69,6 +69,25 @@ class UnboundedRetryLoop(Rule):
     VALID = [
         Valid(
             """
+            import asyncio
+            class Updater:
+                async def run(self):
+                    while not self.stop_event.is_set():
+                        try:
+                            await self.refresh_all()
+                            try:
+                                await asyncio.wait_for(self.stop_event.wait(), timeout=1.0)
+                                break
+                            except asyncio.TimeoutError:
+                                continue
+                        except Exception as e:
+                            log.error(e)
+                            await asyncio.sleep(1)
+            """,
+            "a periodic worker: the break is the stop signal, a pass that succeeds goes round (nacos)",
+        ),
+        Valid(
+            """
             import importlib
             def import_attribute(name):
                 module_bits = name.split(".")
@@ -263,6 +282,22 @@ class UnboundedRetryLoop(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import asyncio
+            class Client:
+                async def connect(self):
+                    while not self.stop_event.is_set():
+                        try:
+                            await self.open_connection()
+                            break
+                        except Exception as e:
+                            log.error(e)
+                            await asyncio.sleep(1)
+            """,
+            line=5,
+            message="retries forever",
+        ),
         Invalid(
             """
             import time, requests

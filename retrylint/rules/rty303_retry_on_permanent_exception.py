@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..model import RetryPolicy
+from ..model import RetryPolicy, known
 from ..settings import Settings
 from .base import Diagnostic, Invalid, Rule, Valid
 
@@ -18,7 +18,9 @@ class RetryOnPermanentException(Rule):
     `NotImplementedError`, `json.JSONDecodeError`, `jsonschema`/`pydantic`/
     `marshmallow`/Django `ValidationError`, `PermissionError`,
     `FileNotFoundError` — and goes round again. A handler that looks at the
-    exception and re-raises some of them is not reported.
+    exception and re-raises some of them is not reported, nor is a single
+    resend (at most two attempts, often bounded by a `_recovery=True` flag):
+    that is a repair, such as recreating a missing folder before writing again.
 
     ## Options
     - `permanent-exceptions`: more exception names to treat as permanent
@@ -60,6 +62,21 @@ class RetryOnPermanentException(Rule):
     summary = "A permanent (validation, lookup, permission) error is retried"
 
     VALID = [
+        Valid(
+            """
+            import os
+            class Store:
+                def write(self, data, _recovery=False):
+                    try:
+                        with open(self.path, "w") as fh:
+                            fh.write(data)
+                    except FileNotFoundError:
+                        if _recovery:
+                            return False
+                        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                        return self.write(data, _recovery=True)
+            """
+        ),
         Valid(
             """
             class Fields:
@@ -293,6 +310,8 @@ class RetryOnPermanentException(Rule):
     ]
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
+        if policy.source in ("loop", "recursion") and known(policy.bound.attempts) and float(policy.bound.attempts) <= 2:  # type: ignore[arg-type]
+            return  # one resend, typically after a repair (recreate the folder, drop the corrupt cache)
         for clause in policy.errors:
             if clause.permanent_exit_before:
                 continue
