@@ -210,6 +210,9 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         return None  # re-prompting a user is not retrying a failure
     if status is None and operations and all(reads_a_local_file(op) for op in operations):
         return None  # waiting for a file another process writes
+    asked = operations + ([status.response] if status is not None and isinstance(status.response, cst.Call) else [])
+    if asked and all(_asks_for_a_permit(op) for op in asked):
+        return None  # waiting for a local rate limiter's permit is pacing, not retrying a failure
 
     counters = dict(iteration.counters)
     counters.update(counted)
@@ -922,6 +925,22 @@ def _success_exit(
                         if dotted_name(target.target) in tested:
                             return True
     return False
+
+
+#: A local limiter and how it hands out permits: ``rate_limiter.acquire(want)``, ``bucket.consume(1)``.
+_LIMITER = re.compile(r"(limit|throttl|bucket|semaphore|permit)", re.I)
+_PERMIT_METHODS = frozenset({"acquire", "try_acquire", "consume", "try_consume", "reserve"})
+
+
+def _asks_for_a_permit(call: cst.Call) -> bool:
+    """``result = rate_limiter.acquire(want)``, then ``if result.ok: return`` and
+    ``sleep(result.time_to_wait)`` (tos): the loop waits its turn at a limiter in this process."""
+    inner = unwrap_await(call)
+    func = inner.func if isinstance(inner, cst.Call) else call.func
+    return (
+        isinstance(func, cst.Attribute) and func.attr.value in _PERMIT_METHODS
+        and bool(_LIMITER.search((dotted_name(func.value) or "").rsplit(".", 1)[-1]))
+    )
 
 
 #: The receiver of a wait that a shutdown ends: ``self.stop_event``, ``self._closing``.

@@ -69,6 +69,18 @@ class UnboundedRetryLoop(Rule):
     VALID = [
         Valid(
             """
+            import time
+            def take(rate_limiter, want):
+                while True:
+                    result = rate_limiter.acquire(want)
+                    if result.ok:
+                        return
+                    time.sleep(result.time_to_wait)
+            """,
+            "waiting for a permit of a local rate limiter is pacing, not a retry (tos)",
+        ),
+        Valid(
+            """
             import asyncio
             class Updater:
                 async def run(self):
