@@ -76,7 +76,10 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         return Handler(handler, (), True, False, variable)
     names = exception_names(handler.type, ctx)
     catch_all = any(n in CATCH_ALL for n in names)
-    polling = bool(names) and all(_not_yet(n) for n in names) or _retries_only_on_errno(handler, ctx)
+    polling = (
+        bool(names) and all(_not_yet(n) for n in names) or _retries_only_on_errno(handler, ctx)
+        or _waits_to_be_listed(handler, names, ctx)
+    )
     return Handler(handler, names, catch_all, polling, variable)
 
 
@@ -108,6 +111,25 @@ def _not_yet(name: str) -> bool:
 
 
 _PORT_TAKEN = re.compile(r"\bEADDRINUSE\b")
+
+
+def _waits_to_be_listed(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: ModuleContext) -> bool:
+    """``created = [n for n in self.list_nodes() if n.id == subid][0]`` with ``except IndexError:
+    sleep(1)`` (libcloud's vultr driver): the attempt looks for a new resource in a listing and
+    the IndexError says "not listed yet", so the loop polls for it to appear."""
+    if not names or not all(n.rsplit(".", 1)[-1] in ("IndexError", "StopIteration") for n in names):
+        return False
+    attempt = ctx.parent(handler)
+    if not isinstance(attempt, cst.Try):
+        return False
+    for node in walk(attempt.body):
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.ListComp) and node.value.for_in.ifs:
+            return True  # [n for n in nodes if n.id == subid][0]
+        if isinstance(node, cst.Call) and last_name(node.func) == "next" and node.args:
+            first = node.args[0].value
+            if isinstance(first, cst.GeneratorExp) and first.for_in.ifs:
+                return True  # next(n for n in nodes if n.id == subid)
+    return False
 
 
 def _retries_only_on_errno(handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:

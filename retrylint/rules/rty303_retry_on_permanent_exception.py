@@ -64,6 +64,17 @@ class RetryOnPermanentException(Rule):
     VALID = [
         Valid(
             """
+            import time
+            def wait_listed(driver, subid):
+                for _ in range(3):
+                    try:
+                        return [n for n in driver.list_nodes() if n.id == subid][0]
+                    except IndexError:
+                        time.sleep(1)
+            """
+        ),
+        Valid(
+            """
             import os
             class Store:
                 def write(self, data, _recovery=False):
@@ -228,6 +239,18 @@ class RetryOnPermanentException(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import time
+            def first_row(client, key):
+                for _ in range(3):
+                    try:
+                        return client.fetch(key)[0]
+                    except IndexError:
+                        time.sleep(1)
+            """,
+            line=7,
+        ),
         Invalid(
             """
             from myproject.celery import app
