@@ -88,6 +88,10 @@ class ClassFacts:
     #: attribute → the method it holds, set once in ``__init__`` (``self._backoff_fn = backoff_fn
     #: or self.backoff`` with ``backoff_fn=None``); dropped when a caller here passes the parameter
     held: Dict[str, str] = field(default_factory=dict)
+    #: attribute → the default that switches its feature off (``self.retries = retries`` with
+    #: ``retries=1``; a field ``num_attempts: int = 1``), which :func:`_unless_off` keeps out of
+    #: ``values``: it decides only where no caller anywhere can pass another value
+    off_defaults: Dict[str, Tuple[Any, int, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -516,7 +520,7 @@ def _forget_changed_expressions(tree: ast.Module, facts: ModuleFacts) -> None:
 def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
     """An ``__init__`` default holds only where no caller here passes the parameter:
     ``IMDSFetcher(num_attempts=config_value)`` makes ``self._num_attempts`` unknown."""
-    if not any(c.from_parameters for c in facts.classes.values()):
+    if not any(c.from_parameters or c.off_defaults for c in facts.classes.values()):
         return
     # One walk that knows the class each call is in (``super().__init__(…)`` below).
     stack: List[Tuple[ast.AST, Optional[str]]] = [(tree, None)]
@@ -541,8 +545,12 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
                 index = cls.positions.get(parameter)
                 if everything or parameter in passed or (index is not None and index < len(node.args)):
                     cls.values.pop(attribute, None)
+                    cls.off_defaults.pop(attribute, None)
                     cls.held.pop(attribute, None)
                     cls.unknown.add(attribute)
+            for attribute, (_, _, how) in list(cls.off_defaults.items()):
+                if how == "field default" and (everything or attribute in passed or node.args):
+                    cls.off_defaults.pop(attribute)  # ``Config(retries=3)``: the caller decides
 
 
 def _assigned_names(statement: ast.stmt) -> List[str]:
@@ -578,6 +586,7 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
     facts = ClassFacts(node.name, tuple(filter(None, (_dotted(_generic_origin(b)) for b in node.bases))))
     counts: Dict[str, int] = {}
     found: Dict[str, Tuple[Any, int]] = {}
+    off: Dict[str, Tuple[Any, int, str]] = {}
 
     def note(name: str, value: Any, line: int, how: str) -> None:
         counts[name] = counts.get(name, 0) + 1
@@ -595,8 +604,10 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
             if statement.value is None:
                 continue  # a declaration: ``__init__`` may give the value
             # A field is a constructor argument: a default that switches the retry off is not used.
-            note(statement.target.id, _unless_off(_field_default(statement.value, constants)),
-                 statement.lineno, "field default")
+            raw = _field_default(statement.value, constants)
+            if _switches_off(raw):
+                off[statement.target.id] = (raw, statement.lineno, "field default")
+            note(statement.target.id, _unless_off(raw), statement.lineno, "field default")
         elif isinstance(statement, _FUNCTIONS):
             facts.methods.add(statement.name)
             defaults = _parameter_defaults(statement, constants) if statement.name == "__init__" else {}
@@ -624,6 +635,8 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
                     value, how, parameter = _init_value(value_node, defaults, constants)
                     if parameter is not None:
                         facts.from_parameters[target.attr] = parameter  # type: ignore[union-attr]
+                        if isinstance(value_node, ast.Name) and _switches_off(defaults.get(parameter)):
+                            off[target.attr] = (defaults[parameter], sub.lineno, how)  # type: ignore[union-attr]
                     method = _method_reference(value_node, defaults)
                     if method is not None:
                         facts.held[target.attr] = method  # type: ignore[union-attr]
@@ -634,6 +647,7 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
         else:
             facts.unknown.add(name)
     facts.held = {name: method for name, method in facts.held.items() if counts.get(name) == 1}
+    facts.off_defaults = {name: value for name, value in off.items() if counts.get(name) == 1}
     return facts
 
 
@@ -713,6 +727,12 @@ def _method_reference(value: ast.AST, defaults: Dict[str, Any]) -> Optional[str]
     if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
         return value.attr
     return None
+
+
+def _switches_off(value: Any) -> bool:
+    """0 or 1 attempts/retries: the values :func:`_unless_off` keeps out (not None, which may
+    mean "no limit")."""
+    return isinstance(value, int) and not isinstance(value, bool) and value in (0, 1)
 
 
 def _unless_off(value: Any) -> Any:
@@ -1133,6 +1153,23 @@ class Program:
             return self._class_attribute(own, owner, attribute, _HOPS)
         head, _, rest = receiver.partition(".")
         return self._dotted_attribute(own, head, rest, attribute, _HOPS)
+
+    def attribute_default(self, receiver: str, attribute: str, owner: Optional[str]) -> Optional[Value]:
+        """``self.retries`` in ``owner`` holding an ``__init__`` parameter's (or field's) default
+        that switches the retry off (0 or 1), when no caller anywhere can pass another value: no
+        call here passes it and no other module of the package names the class."""
+        own = self.own()
+        if receiver not in ("self", "cls") or owner is None or owner not in own.classes:
+            return None
+        if self._overridden_below(own, owner, attribute):
+            return None
+        cls = own.settled().classes.get(owner)
+        if cls is None or attribute not in cls.off_defaults or attribute in cls.values:
+            return None
+        value, line, how = cls.off_defaults[attribute]
+        if self.mentioned_elsewhere(owner):
+            return None
+        return Value(value, f"{owner}.{attribute} ({how}, which no caller changes)", own.path, line)
 
     def _dotted_attribute(self, facts: ModuleFacts, head: str, rest: str, attribute: str, hops: int) -> Optional[Value]:
         if hops <= 0:

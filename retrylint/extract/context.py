@@ -526,6 +526,14 @@ class ModuleContext:
         found = self.program.attribute_value(receiver, expr.attr.value, owner)
         return self._stand_in(found, expr) if found is not None else None
 
+    def off_default(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """``self.retries`` holding a default that switches the retry off, which no caller
+        anywhere changes (:meth:`Program.attribute_default`): a literal node for it, else None."""
+        if not isinstance(expr, cst.Attribute) or dotted_name(expr.value) not in ("self", "cls"):
+            return None
+        found = self.program.attribute_default(dotted_name(expr.value), expr.attr.value, self.enclosing_class(expr))
+        return self._stand_in(found, expr) if found is not None else None
+
     def _bound_locally(self, expr: cst.CSTNode, head: str) -> bool:
         """``config.X`` where ``config`` is a local variable or parameter, not the module."""
         return any(b.kind not in ("import", "class") and not self._module_level(b.node)

@@ -348,6 +348,8 @@ def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
                 return inner if inner.kind == "const" else CONST_UNKNOWN
     elif isinstance(expr, cst.Attribute):
         outside_value = env.ctx.outside_value(expr)
+        if outside_value is None and env.defaults:
+            outside_value = env.ctx.off_default(expr)  # ``range(self.retries + 1)`` with ``retries=1``
         if outside_value is not None:
             inner = _sub(outside_value, env)
             return inner if inner.kind == "const" else CONST_UNKNOWN

@@ -217,8 +217,12 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     counters = dict(iteration.counters)
     counters.update(counted)
     bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
-    if _off_by_default(loop, ctx, bound, iteration, counters, writes, retry_trys):
+    by_default = _attempts_by_default(loop, ctx, bound, iteration, counters, writes, retry_trys)
+    if known(by_default) and float(by_default) <= 1:  # type: ignore[arg-type]
         return None  # ``def fetch(url, retries=0)``: with the defaults the loop runs once
+    if known(by_default) and float(by_default) <= 2:  # type: ignore[arg-type]
+        # ``range(self.retries + 1)`` with ``retries=1`` that no caller changes: one retry as shipped.
+        bound = replace(bound, attempts=by_default, text=f"{bound.text} (2 attempts as shipped)")
     delay, delay_location, immediate, delay_anchor = _delay(loop, ctx, iteration, counters, writes, sleeps, retry_trys, status)
     readiness = _asks_for_readiness(loop, retry_trys, status, ctx)
     if _polls(loop, retry_trys, status, delay, immediate, ctx, result_names, readiness):
@@ -459,25 +463,29 @@ def _for_iteration(
     return None
 
 
-def _off_by_default(
+def _attempts_by_default(
     loop: cst.CSTNode, ctx: ModuleContext, bound: Bound, iteration: Iteration, counters: Dict[str, CounterInfo],
     writes: Dict[str, List[Binding]], retry_trys: List[TryAnalysis],
-) -> bool:
-    """A limit we could not read is a parameter that no caller in this module passes, and its
-    default allows one attempt (``retries=0``, ``max_attempts=1``): anyone calling the code as
-    shipped gets no retry, so nothing is judged (as a retry behind a switch that is off by
-    default). A caller here that passes a value decides instead."""
+) -> Num:
+    """The attempts of a limit we could not read, as the code ships: the limit is a parameter
+    (or an attribute holding one) that no caller anywhere passes, whose default allows one
+    attempt (``retries=0``, ``max_attempts=1``) or a single retry (``range(self.retries + 1)``
+    with ``retries=1``). Anyone calling the code as shipped gets that, so that is what is judged
+    (as a retry behind a switch that is off by default). A caller that passes a value decides
+    instead; UNKNOWN when none of this applies."""
     if bound.attempts is not UNKNOWN or bound.deadline is not None:
-        return False
+        return UNKNOWN
     if isinstance(loop, cst.For):
         iterable = unwrap_await(loop.iter)
         if isinstance(iterable, cst.Call) and "range" in ctx.call_name(iterable):
             positional, _ = call_args(iterable)
             attempts = _range_iteration(None, positional, DelayEnv(ctx, callers=False, defaults=True)).attempts
-            if known(attempts) and float(attempts) <= 1:  # type: ignore[arg-type]
-                return True
+            if known(attempts) and float(attempts) <= 2:  # type: ignore[arg-type]
+                return attempts
     by_default, _ = _bound(loop, ctx, iteration, counters, writes, retry_trys, defaults=True)
-    return known(by_default.attempts) and float(by_default.attempts) <= 1  # type: ignore[arg-type]
+    if known(by_default.attempts) and float(by_default.attempts) <= 2:  # type: ignore[arg-type]
+        return by_default.attempts
+    return UNKNOWN
 
 
 def _range_iteration(target_name: Optional[str], args: Sequence[cst.BaseExpression], env: DelayEnv) -> Iteration:
@@ -1241,7 +1249,7 @@ def _bound(
     defaults: bool = False,
 ) -> Tuple[Bound, Optional[cst.CSTNode]]:
     """The site's bound: the loosest over its retry paths (``defaults``: limits read as their
-    parameters' defaults, see :func:`_off_by_default`).
+    parameters' defaults, see :func:`_attempts_by_default`).
 
     A guard inside one ``except`` handler bounds only that handler's path: a limit on
     timeouts does not stop the retries of connection errors.

@@ -64,6 +64,30 @@ class FixedDelayRetry(Rule):
     VALID = [
         Valid(
             """
+            import time
+            class rate_limited:
+                def __init__(self, sleep=0.5, retries=1):
+                    self.sleep = sleep
+                    self.retries = retries
+
+                def __call__(self, call):
+                    def wrapper(*args, **kwargs):
+                        for _ in range(self.retries + 1):
+                            try:
+                                return call(*args, **kwargs)
+                            except ServiceUnavailableError:
+                                time.sleep(self.sleep)
+                    return wrapper
+
+            class Driver:
+                @rate_limited()
+                def list_nodes(self):
+                    ...
+            """,
+            "one retry as shipped: retries=1 is a default no caller changes (libcloud's vultr driver)",
+        ),
+        Valid(
+            """
             import random, time
             def fetch(call):
                 for attempt in range(6):
@@ -194,6 +218,31 @@ class FixedDelayRetry(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import time
+            class rate_limited:
+                def __init__(self, sleep=0.5, retries=1):
+                    self.sleep = sleep
+                    self.retries = retries
+
+                def __call__(self, call):
+                    def wrapper(*args, **kwargs):
+                        for _ in range(self.retries + 1):
+                            try:
+                                return call(*args, **kwargs)
+                            except ServiceUnavailableError:
+                                time.sleep(self.sleep)
+                    return wrapper
+
+            class Driver:
+                @rate_limited(retries=3)
+                def list_nodes(self):
+                    ...
+            """,
+            line=14,
+            message="0.5 s",
+        ),
         Invalid(
             """
             from celery import shared_task
