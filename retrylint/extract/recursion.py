@@ -21,6 +21,7 @@ from ..syntax import (
     if_branches,
     number,
     outcomes,
+    statements,
     unwrap_await,
     walk,
 )
@@ -232,6 +233,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     wrapped = _wrapper_sleep(call, func, ctx)
     if wrapped is not None:
         sleeps.append(wrapped)
+    sleeps += _waits_on_entry(func, failure, ctx)
     if sleeps:
         # Every local of the function is computed again on each attempt, like a loop's body.
         delay_env = DelayEnv(ctx, counters=dict(counters), loop_writes=ctx.writes_in(func.body))
@@ -287,6 +289,21 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         operation=func.name.value,
         is_async=func.asynchronous is not None,
     )
+
+
+def _waits_on_entry(func: cst.FunctionDef, failure: Optional[cst.CSTNode], ctx: ModuleContext) -> List[Sleep]:
+    """``self.throttle(wait=wait)`` as a statement of the function body before the attempt
+    (apprise's plugins): every call, the one made again included, waits there first."""
+    found: List[Sleep] = []
+    for statement in statements(func.body):
+        if failure is not None and ctx.is_inside(failure, statement):
+            break
+        value = unwrap_await(statement.value) if isinstance(statement, cst.Expr) else None
+        if isinstance(value, cst.Call):
+            sleep = sleep_of(value, ctx)
+            if sleep is not None:
+                found.append(sleep)
+    return found
 
 
 def _counters(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], ctx: ModuleContext) -> Dict[str, CounterInfo]:

@@ -66,6 +66,19 @@ class ImmediateRetry(Rule):
     VALID = [
         Valid(
             """
+            import requests
+            class Notify:
+                def _post(self, payload, retries=3):
+                    self.throttle()
+                    r = requests.post(self.url, data=payload, timeout=5)
+                    if r.status_code == 429 and retries > 0:
+                        return self._post(payload, retries=retries - 1)
+                    return r.ok
+            """,
+            "every call waits in self.throttle() before the request (apprise's plugins)",
+        ),
+        Valid(
+            """
             import socket
             def listen(host, port):
                 while True:
@@ -275,6 +288,20 @@ class ImmediateRetry(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import requests
+            class Notify:
+                def _post(self, payload, retries=3):
+                    self.log(payload)
+                    r = requests.post(self.url, data=payload, timeout=5)
+                    if r.status_code == 429 and retries > 0:
+                        return self._post(payload, retries=retries - 1)
+                    return r.ok
+            """,
+            line=4,
+            message="retries immediately",
+        ),
         Invalid(
             """
             import backoff, requests
