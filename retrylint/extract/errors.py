@@ -79,6 +79,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
     polling = (
         bool(names) and all(_not_yet(n) for n in names) or _retries_only_on_errno(handler, ctx)
         or _waits_to_be_listed(handler, names, ctx)
+        or bool(names) and all(_CONTROL_SIGNAL.search(n.rsplit(".", 1)[-1]) for n in names)
     )
     return Handler(handler, names, catch_all, polling, variable)
 
@@ -111,6 +112,14 @@ def _not_yet(name: str) -> bool:
 
 
 _PORT_TAKEN = re.compile(r"\bEADDRINUSE\b")
+
+
+#: Exceptions a program raises to steer itself, not failures: bottle's ``RouteReset`` (a plugin
+#: changed the route: rebuild it), gallery-dl's ``RestartExtraction``. ``ConnectionResetError``
+#: (or a ``ConnectionReset``) and other ``…Error``/``…Exception`` names are failures and do not match.
+_CONTROL_SIGNAL = re.compile(
+    r"^(?!.*(Error|Exception|Failure|Fault)$)(?!.*(Connection|Peer|Socket|Stream)).*(Reset|Restart|Reload|Rerun|Redo|Rewind)"
+)
 
 
 def _waits_to_be_listed(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: ModuleContext) -> bool:

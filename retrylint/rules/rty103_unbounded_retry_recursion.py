@@ -59,6 +59,18 @@ class UnboundedRetryRecursion(Rule):
     VALID = [
         Valid(
             """
+            class Route:
+                def call(self, *args):
+                    try:
+                        return self._callback(*args)
+                    except RouteReset:
+                        self.reset()
+                        return self.call(*args)
+            """,
+            "RouteReset is a control-flow signal (bottle: a plugin changed the route), not a failure",
+        ),
+        Valid(
+            """
             def load(self):
                 try:
                     table = self.client.load_table(self.name)
@@ -178,6 +190,18 @@ class UnboundedRetryRecursion(Rule):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+            class Route:
+                def call(self, *args):
+                    try:
+                        return self._callback(*args)
+                    except ConnectionResetError:
+                        self.reset()
+                        return self.call(*args)
+            """,
+            line=3,
+        ),
         Invalid(
             """
             import time, requests
