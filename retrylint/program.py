@@ -1163,6 +1163,8 @@ class Program:
             return None
         if self._overridden_below(own, owner, attribute):
             return None
+        if any(owner in other.bases for other in own.classes.values()):
+            return None  # ``InstanceMetadataFetcher(num_attempts=…)`` built elsewhere inherits the parameter
         cls = own.settled().classes.get(owner)
         if cls is None or attribute not in cls.off_defaults or attribute in cls.values:
             return None

@@ -82,9 +82,7 @@ def test_class_attribute_dataclass_field_and_settings_object():
     assert "6 s" in _messages(settings, "RTY202")[0]
 
 
-def test_a_default_that_switches_retries_off_does_not_silence_the_retry():
-    # botocore's IMDSFetcher(num_attempts=1): users turn the retry on; it is still judged.
-    source = """
+FETCHER = """
 class Fetcher:
     def __init__(self, num_attempts=1):
         self._num_attempts = num_attempts
@@ -96,7 +94,51 @@ class Fetcher:
             except ConnectionError:
                 pass
 """
-    assert "RTY201" in {f.code for f in _findings(source)}
+
+
+def test_a_default_that_switches_retries_off_is_judged_as_shipped():
+    # ``num_attempts=1`` that no caller anywhere changes: one attempt as shipped, nothing to judge.
+    assert "RTY201" not in {f.code for f in _findings(FETCHER)}
+
+
+def test_a_caller_or_subclass_that_may_switch_it_on_keeps_the_retry_judged():
+    # botocore's IMDSFetcher(num_attempts=1) is built as InstanceMetadataFetcher(num_attempts=…)
+    # in another module: the retry written for those callers is judged.
+    subclass = FETCHER + "\n\nclass InstanceMetadataFetcher(Fetcher):\n    pass\n"
+    assert "RTY201" in {f.code for f in _findings(subclass)}
+    caller = FETCHER + "\n\ndef build():\n    return Fetcher(num_attempts=3)\n"
+    assert "RTY201" in {f.code for f in _findings(caller)}
+
+
+def test_a_class_another_module_names_keeps_the_retry_judged(project, run):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/fetcher.py", FETCHER)
+    code, out, _ = run("check", "--no-cache", "--select", "RTY201", "pkg")
+    assert code == 0, out
+    project.write("pkg/creds.py", "from .fetcher import Fetcher\nFETCH = Fetcher(num_attempts=4)\n")
+    code, out, _ = run("check", "--no-cache", "--select", "RTY201", "pkg")
+    assert code == 1 and "pkg/fetcher.py:6" in out, out
+
+
+def test_a_dataclass_field_default_is_judged_as_shipped_unless_a_caller_passes_it():
+    field = """
+import dataclasses, time
+
+@dataclasses.dataclass
+class Sender:
+    retries: int = 1
+    wait: float = 2.0
+
+    def send(self, post, body):
+        for _ in range(self.retries + 1):
+            try:
+                return post(body)
+            except ConnectionError:
+                time.sleep(self.wait)
+"""
+    assert "RTY202" not in {f.code for f in _findings(field)}  # one retry as shipped
+    passed = field + "\n\ndef build():\n    return Sender(retries=5)\n"
+    assert "RTY202" in {f.code for f in _findings(passed)}
 
 
 def test_a_library_policy_reads_attributes_too():
@@ -425,8 +467,10 @@ def test_a_sibling_that_changes_the_input_is_no_retry():
     assert "RTY103" not in {f.code for f in _findings(source)}
 
 
-def test_a_field_default_that_switches_retries_off_does_not_silence_the_retry():
-    # llama_index's extractors: ``max_retries: int = Field(default=0)``, users turn it on.
+def test_a_field_default_that_switches_retries_off_is_judged_for_the_subclasses_that_inherit_it():
+    # llama_index's extractors: ``max_retries: int = Field(default=0)`` in a base class whose
+    # subclasses users build with ``max_retries=…``: the retry is judged. Alone, with no caller
+    # and no subclass anywhere, it makes one attempt as shipped (see the dataclass test above).
     source = """
 import pydantic
 
@@ -440,7 +484,9 @@ class Extractor(pydantic.BaseModel):
             except Exception:
                 time.sleep(2 ** attempt)
 """
-    assert "RTY203" in {f.code for f in _findings(source)}
+    assert "RTY203" not in {f.code for f in _findings(source)}
+    subclassed = source + "\n\nclass TitleExtractor(Extractor):\n    pass\n"
+    assert "RTY203" in {f.code for f in _findings(subclassed)}
 
 
 # ------------------------------------------------ a repair through state (pymongo OIDC)
