@@ -22,6 +22,7 @@ ADVICE = {
     "celery": "set `max_retries` to a number (None means forever)",
     "dramatiq": "set `max_retries` to a number (None means forever)",
     "redis": "pass a non-negative number of retries (negative means forever)",
+    "coredis": "pass a number of retries or a `deadline=` (retries=None with no deadline means forever)",
     "google-api-core": "set `timeout=` (None means forever)",
 }
 

@@ -407,6 +407,8 @@ class BackoffWithoutJitter(Rule):
                 return rename(fixer, target, "FullJitterBackoff", "redis.backoff", "use `FullJitterBackoff` (same cap and base)")
         if source == "urllib3":
             return set_argument(policy, fixer, "backoff_jitter", "1.0", "add `backoff_jitter=1.0`")
+        if source == "coredis":
+            return set_argument(policy, fixer, "jitter", "True", "add `jitter=True`")
         if source == "retrying":
             return set_argument(policy, fixer, "wait_jitter_max", "1000", "add `wait_jitter_max=1000` (ms)")
         if source == "retry":

@@ -97,6 +97,20 @@ def test_redis_exponential_backoff_becomes_full_jitter():
     assert "from redis.backoff import FullJitterBackoff\n" in out
 
 
+def test_coredis_exponential_policy_gets_jitter():
+    source = """
+        from coredis.retry import ExponentialBackoffRetryPolicy
+        p = ExponentialBackoffRetryPolicy((ConnectionError,), 5, max_delay=10)
+    """
+    assert fixed(source) == textwrap.dedent(source).lstrip("\n")
+    out = fixed(source, unsafe=True)
+    assert "ExponentialBackoffRetryPolicy((ConnectionError,), 5, max_delay=10, jitter=True)" in out
+    from retrylint.engine import check_source
+
+    assert [f.code for f in check_source(textwrap.dedent(source).lstrip("\n"), "case.py", ALL).findings] == ["RTY203"]
+    assert [f.code for f in check_source(out, "case.py", ALL).findings] == []
+
+
 def test_unsafe_fixes_need_the_flag():
     source = """
         import time

@@ -16,6 +16,8 @@ from retrylint.rules import RULES
 
 ALL = tuple(rule.code for rule in RULES)
 
+_COREDIS = "from coredis.retry import ConstantRetryPolicy, ExponentialBackoffRetryPolicy, NoRetryPolicy\n"
+
 CASES = {
     "tenacity": [
         ("from tenacity import retry\n@retry\ndef f(): ...\n", {"RTY102", "RTY201", "RTY301"}),
@@ -203,6 +205,27 @@ CASES = {
          set()),
         ("from redis.asyncio.retry import Retry\nfrom redis.backoff import EqualJitterBackoff\nr = Retry(EqualJitterBackoff(), -1)\n",
          {"RTY102"}),
+    ],
+    "coredis": [
+        (_COREDIS + "p = ConstantRetryPolicy((ConnectionError,), 5)\n", {"RTY202"}),
+        (_COREDIS + "p = ConstantRetryPolicy((ConnectionError,), 3, delay=0)\n", {"RTY201"}),
+        # retries=None with the default deadline=math.inf retries forever; a deadline bounds it.
+        (_COREDIS + "p = ConstantRetryPolicy((ConnectionError,), None)\n", {"RTY102", "RTY202"}),
+        (_COREDIS + "p = ExponentialBackoffRetryPolicy((ConnectionError,), None, deadline=30, max_delay=4, jitter=True)\n",
+         set()),
+        (_COREDIS + "p = ConstantRetryPolicy((ConnectionError,), 0)\n", set()),
+        (_COREDIS + "p = NoRetryPolicy()\n", set()),
+        (_COREDIS + "p = ExponentialBackoffRetryPolicy((ConnectionError,), 5)\n", {"RTY203"}),
+        (_COREDIS + "p = ExponentialBackoffRetryPolicy((ConnectionError,), None)\n", {"RTY102", "RTY203", "RTY204"}),
+        (_COREDIS + "p = ExponentialBackoffRetryPolicy((ConnectionError,), 5, base_delay=0.1, max_delay=5, jitter=True)\n",
+         set()),
+        # coredis's own PubSub reconnect: only connection errors, capped and jittered, for as long as it runs.
+        (_COREDIS + "p = ExponentialBackoffRetryPolicy((ConnectionError,), None, max_delay=16, jitter=True)\n", set()),
+        (_COREDIS + "p = ExponentialBackoffRetryPolicy((Exception,), None, max_delay=16, jitter=True)\n",
+         {"RTY102", "RTY301"}),
+        (_COREDIS + "p = ExponentialBackoffRetryPolicy((ValueError,), 3, max_delay=5, jitter=True)\n", {"RTY303"}),
+        (_COREDIS + "from coredis.retry import retryable\n\n@retryable(ConstantRetryPolicy((ConnectionError,), 5, delay=0))\n"
+                    "async def f(): ...\n", {"RTY201"}),
     ],
     "google-api-core": [
         ("from google.api_core import retry\nr = retry.Retry()\n", set()),

@@ -10,6 +10,7 @@ import inspect
 import pytest
 
 from retrylint.extract.libraries import backoff as backoff_ext
+from retrylint.extract.libraries import coredis_retry as coredis_ext
 from retrylint.extract.libraries import google_api_core as google_ext
 from retrylint.extract.libraries import http_clients as http_ext
 from retrylint.extract.libraries import redis_retry as redis_ext
@@ -115,6 +116,40 @@ def test_redis_defaults():
     assert redis.backoff.ExponentialBackoff(cap=100, base=1).compute(1) == 2
 
 
+def test_coredis_defaults():
+    import math
+
+    from coredis import retry
+
+    assert default(retry.ConstantRetryPolicy.__init__, "delay") == coredis_ext.DEFAULTS["delay"]
+    assert default(retry.ExponentialBackoffRetryPolicy.__init__, "base_delay") == coredis_ext.DEFAULTS["base_delay"]
+    # No cap, no jitter and no deadline unless given: retries=None alone retries forever.
+    assert default(retry.ExponentialBackoffRetryPolicy.__init__, "max_delay") == math.inf
+    assert default(retry.ExponentialBackoffRetryPolicy.__init__, "jitter") is False
+    assert default(retry.ConstantRetryPolicy.__init__, "deadline") == math.inf
+    # retries counts retries: retries + 1 attempts.
+    assert len(list(retry.ConstantRetryPolicy((ConnectionError,), 2, delay=0).attempts())) == 3
+    # The pause after attempt n is base_delay * 2 ** (n - 1), capped: the first one is base_delay.
+    policy = retry.ExponentialBackoffRetryPolicy((ConnectionError,), 5, base_delay=0.5, max_delay=3)
+    assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [0.5, 1, 2, 3, 3]
+
+
+def test_coredis_schedule_is_the_one_coredis_waits():
+    from coredis import retry
+
+    from retrylint.engine import check_source, settings_with
+    from retrylint.schedule import schedule
+
+    code = ("from coredis.retry import ExponentialBackoffRetryPolicy\n"
+            "p = ExponentialBackoffRetryPolicy((ConnectionError,), 5, base_delay=0.5, max_delay=3)\n")
+    report = check_source(code, "client.py", settings_with(("RTY203",)), want_policies=True)
+    (modelled,) = report.policies
+    real = retry.ExponentialBackoffRetryPolicy((ConnectionError,), 5, base_delay=0.5, max_delay=3)
+    laid_out = schedule(modelled)
+    assert laid_out.complete and laid_out.retries == 5
+    assert [float(r.high) for r in laid_out.ranges] == [real.delay(n) for n in range(1, 6)]
+
+
 def test_google_api_core_defaults():
     from google.api_core import retry
 
@@ -122,7 +157,7 @@ def test_google_api_core_defaults():
         assert default(retry.Retry.__init__, name) == assumed, name
 
 
-@pytest.mark.parametrize("module", [tenacity_ext, backoff_ext, stamina_ext, retry_ext, http_ext, queues_ext, redis_ext, google_ext])
+@pytest.mark.parametrize("module", [tenacity_ext, backoff_ext, stamina_ext, retry_ext, http_ext, queues_ext, redis_ext, coredis_ext, google_ext])
 def test_every_library_module_has_a_trigger(module):
     # Narrowing skips files without the words and keeps only blocks with the calls.
     assert module.TRIGGER.text.words and module.TRIGGER.calls

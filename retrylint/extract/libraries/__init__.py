@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import backoff, botocore_config, google_api_core, http_clients, redis_retry, retry_package, retrying, stamina, task_queues, tenacity
+from . import backoff, botocore_config, coredis_retry, google_api_core, http_clients, redis_retry, retry_package, retrying, stamina, task_queues, tenacity
 
 #: (name, module): each module has ``extract(ctx)`` and ``TRIGGER``.
 LIBRARIES = (
@@ -14,6 +14,7 @@ LIBRARIES = (
     ("http-clients", http_clients),
     ("task-queues", task_queues),
     ("redis", redis_retry),
+    ("coredis", coredis_retry),
     ("google-api-core", google_api_core),
     ("botocore", botocore_config),
 )
