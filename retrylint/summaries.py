@@ -34,6 +34,7 @@ class Summaries:
         self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
         self._status_checkers: Dict[str, bool] = {}
         self._prompters: Dict[str, bool] = {}
+        self._answerers: Dict[str, bool] = {}
 
     @property
     def raisers(self) -> FrozenSet[str]:
@@ -71,6 +72,13 @@ class Summaries:
         """The helper reads what a person types (``input()``, ``getpass``, a prompt call, or
         ``input`` handed to a thread): a loop around it re-prompts, it retries nothing."""
         return self._asked(key, self._prompters, _asks_a_person)
+
+    def answers_failures(self, key: Optional[str]) -> bool:
+        """The helper answers a failure with a value: a catch-all handler returns what the failure
+        said (``except Exception as e: return json.loads(str(e))``, the error body of an HTTP error).
+        A retry around it sees only the failures the helper could not answer, not the server's
+        refusals."""
+        return self._asked(key, self._answerers, _answers_failures)
 
     def clears(self, key: Optional[str]) -> FrozenSet[str]:
         """The ``self`` attributes the helper may reset to ``None``/``False`` (``self.access_token
@@ -131,6 +139,37 @@ def _asks_a_person(func: ast.AST) -> bool:
             if any(isinstance(arg, ast.Name) and arg.id in _PERSON_READS and arg.id not in own for arg in node.args):
                 return True
     return False
+
+
+_CATCH_ALL_NAMES = frozenset({"Exception", "BaseException"})
+
+
+def _answers_failures(func: ast.AST) -> bool:
+    for node in _own_nodes(func):
+        if not isinstance(node, (ast.Try,) + _try_star()):
+            continue
+        for handler in node.handlers:
+            caught = handler.type
+            if not (caught is None or isinstance(caught, ast.Name) and caught.id in _CATCH_ALL_NAMES) or not handler.name:
+                continue
+            inside = [n for s in handler.body for n in _own_nodes(s)]
+            reads_failure = any(isinstance(n, ast.Name) and n.id == handler.name for n in inside)
+            returns_value = any(isinstance(n, ast.Return) and n.value is not None
+                                and not (isinstance(n.value, ast.Constant) and n.value.value in (None, False))
+                                for n in inside)
+            if reads_failure and returns_value:
+                return True
+    return False
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and what it holds, not what nested functions and classes hold."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child for child in ast.iter_child_nodes(current)
+                     if not isinstance(child, _FUNCTIONS + (ast.Lambda, ast.ClassDef)))
 
 
 def self_attributes_cleared(func: ast.AST) -> Iterator[str]:

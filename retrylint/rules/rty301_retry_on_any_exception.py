@@ -222,8 +222,49 @@ class RetryOnAnyException(Rule):
             ''',
             "code in a docstring",
         ),
+        Valid(
+            """
+            import json
+            from retry import retry
+            class Service:
+                def call(self, api, form):
+                    try:
+                        return json.loads(self.post(api, form))
+                    except Exception as e:
+                        try:
+                            return json.loads(str(e))
+                        except ValueError:
+                            raise Exception(str(e))
+
+                @retry(tries=3, delay=1, backoff=2, jitter=(0, 1))
+                def bind(self, form):
+                    try:
+                        return self.call("Bind", form)
+                    except Exception as e:
+                        raise Exception(str(e))
+            """,
+            "the helper answers the server's refusals with the error body: only failures with no answer reach the retry",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+            import json
+            from retry import retry
+            class Service:
+                def call(self, api, form):
+                    try:
+                        return json.loads(self.post(api, form))
+                    except Exception as e:
+                        raise Exception(str(e))
+
+                @retry(tries=3, delay=1, backoff=2, jitter=(0, 1))
+                def bind(self, form):
+                    return self.call("Bind", form)
+            """,
+            line=11,
+            message="`Exception`",
+        ),
         Invalid(
             """
             import random, time

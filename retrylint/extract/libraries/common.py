@@ -8,7 +8,7 @@ that cannot be read is UNKNOWN and no rule judges it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -194,6 +194,8 @@ def build(
     location = ctx.location(node)
     function = decorated(node, ctx)
     target = function.name.value if function is not None else ""
+    if function is not None and _failures_answered(function, ctx):
+        errors = [replace(c, permanent_exit_before=True) if c.kind is CatchKind.CATCH_ALL else c for c in errors]
     return RetryPolicy(
         source=source,
         bound=bound,
@@ -210,6 +212,31 @@ def build(
         is_async=bool(function is not None and function.asynchronous is not None),
         anchor=node,
     )
+
+
+#: Calls that build a value and do no remote work: they are not the operation a retry repeats.
+_PLAIN_CALLS = frozenset({"str", "int", "float", "bool", "dict", "list", "tuple", "set", "len", "isinstance",
+                          "repr", "format", "Exception", "ValueError", "RuntimeError", "TypeError"})
+
+
+def _failures_answered(function: cst.FunctionDef, ctx: ModuleContext) -> bool:
+    """Every operation the decorated function calls is a helper of the module that answers a
+    failure with a value (:meth:`Summaries.answers_failures`): the server's refusals come back as
+    values, so the retry sees the failures that carry no answer (a lost connection), not a 4xx.
+    Calls inside the function's own handlers (``raise Exception(str(e))``) are not operations."""
+    operations = []
+    stack: List[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ExceptHandler)):
+            continue
+        if isinstance(node, cst.Call):
+            name = node.func.value if isinstance(node.func, cst.Name) else None
+            if name not in _PLAIN_CALLS:
+                operations.append(node)
+                continue  # its arguments are values handed to the operation
+        stack.extend(node.children)
+    return bool(operations) and all(ctx.summaries.answers_failures(ctx.helper_key(call)) for call in operations)
 
 
 def calls_named(ctx: ModuleContext, names: FrozenSet[str]) -> List[cst.Call]:
