@@ -92,6 +92,14 @@ class ClassFacts:
     #: ``retries=1``; a field ``num_attempts: int = 1``), which :func:`_unless_off` keeps out of
     #: ``values``: it decides only where no caller anywhere can pass another value
     off_defaults: Dict[str, Tuple[Any, int, str]] = field(default_factory=dict)
+    #: annotated names of the class body, in order: a dataclass's or NamedTuple's fields
+    fields: Tuple[str, ...] = ()
+    #: attribute → the settings object ``__init__`` builds for it once (``self.wait_config =
+    #: WaitConfig(sleep, backoff, retries)``): the class called, its positional and keyword
+    #: arguments (each a literal, an ``__init__`` parameter's default, or unknown), the line
+    built: Dict[str, Tuple[str, Tuple[Any, ...], Dict[str, Any], int]] = field(default_factory=dict)
+    #: attribute in ``built`` → the ``__init__`` parameters handed to the settings object
+    built_from: Dict[str, frozenset] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -240,6 +248,12 @@ def _setting_default(call: ast.Call) -> Optional[ast.AST]:
     if default is None or not keys or not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
         return None
     return default if isinstance(default, (ast.Constant, ast.UnaryOp)) else None
+
+
+def _is_literal(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_is_literal(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def _is_number(value: Any) -> bool:
@@ -520,7 +534,7 @@ def _forget_changed_expressions(tree: ast.Module, facts: ModuleFacts) -> None:
 def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
     """An ``__init__`` default holds only where no caller here passes the parameter:
     ``IMDSFetcher(num_attempts=config_value)`` makes ``self._num_attempts`` unknown."""
-    if not any(c.from_parameters or c.off_defaults for c in facts.classes.values()):
+    if not any(c.from_parameters or c.off_defaults or c.built for c in facts.classes.values()):
         return
     # One walk that knows the class each call is in (``super().__init__(…)`` below).
     stack: List[Tuple[ast.AST, Optional[str]]] = [(tree, None)]
@@ -548,6 +562,10 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
                     cls.off_defaults.pop(attribute, None)
                     cls.held.pop(attribute, None)
                     cls.unknown.add(attribute)
+            for attribute, parameters in list(cls.built_from.items()):
+                if everything or any(p in passed or (cls.positions.get(p) is not None and cls.positions[p] < len(node.args))
+                                     for p in parameters):
+                    cls.built.pop(attribute, None)  # a caller chooses the settings object's values
             for attribute, (_, _, how) in list(cls.off_defaults.items()):
                 if how == "field default" and (everything or attribute in passed or node.args):
                     cls.off_defaults.pop(attribute)  # ``Config(retries=3)``: the caller decides
@@ -595,6 +613,8 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
         else:
             found[name] = (value, line, how)
 
+    built: Dict[str, Tuple[str, Tuple[Any, ...], Dict[str, Any], int]] = {}
+    facts.fields = tuple(s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name))
     for statement in node.body:
         if isinstance(statement, ast.Assign):
             for target in statement.targets:
@@ -632,6 +652,11 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
                     if statement.name != "__init__" or value_node is None:
                         note(target.attr, _MISSING, sub.lineno, "")  # type: ignore[union-attr]
                         continue
+                    settings = _settings_object(value_node, defaults, constants)
+                    if settings is not None:
+                        built[target.attr] = settings + (sub.lineno,)  # type: ignore[union-attr]
+                        facts.built_from[target.attr] = frozenset(  # type: ignore[union-attr]
+                            n.id for n in ast.walk(value_node) if isinstance(n, ast.Name) and n.id in defaults)
                     value, how, parameter = _init_value(value_node, defaults, constants)
                     if parameter is not None:
                         facts.from_parameters[target.attr] = parameter  # type: ignore[union-attr]
@@ -648,7 +673,29 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
             facts.unknown.add(name)
     facts.held = {name: method for name, method in facts.held.items() if counts.get(name) == 1}
     facts.off_defaults = {name: value for name, value in off.items() if counts.get(name) == 1}
+    facts.built = {name: found for name, found in built.items() if counts.get(name) == 1}
     return facts
+
+
+def _settings_object(value: ast.AST, defaults: Dict[str, Any],
+                     constants: Dict[str, Tuple[Any, int]]) -> Optional[Tuple[str, Tuple[Any, ...], Dict[str, Any]]]:
+    """``WaitConfig(sleep, backoff, 30)`` in ``__init__``: the class called and what each argument
+    holds (a literal, a parameter's default, or :data:`_MISSING`)."""
+    if not isinstance(value, ast.Call) or any(isinstance(a, ast.Starred) for a in value.args):
+        return None
+    called = _dotted(value.func)
+    if not called or not called.rpartition(".")[2][:1].isupper():
+        return None  # a class by its name; a factory function's result is not read
+
+    def held(argument: ast.AST) -> Any:
+        if isinstance(argument, ast.Name) and argument.id in defaults:
+            return _unless_off(defaults[argument.id])
+        return fold(argument, constants)
+
+    keywords = {k.arg: held(k.value) for k in value.keywords if k.arg is not None}
+    if any(k.arg is None for k in value.keywords):
+        return None  # ``**kwargs``: any field may be set
+    return called, tuple(held(a) for a in value.args), keywords
 
 
 def _generic_origin(base: ast.expr) -> ast.expr:
@@ -1151,6 +1198,10 @@ class Program:
             if owner is None or owner not in own.classes or self._overridden_below(own, owner, attribute):
                 return None
             return self._class_attribute(own, owner, attribute, _HOPS)
+        if receiver.startswith("self.") and receiver.count(".") == 1:
+            if owner is None or owner not in own.classes:
+                return None
+            return self._settings_field(own, owner, receiver[5:], attribute)
         head, _, rest = receiver.partition(".")
         return self._dotted_attribute(own, head, rest, attribute, _HOPS)
 
@@ -1231,6 +1282,58 @@ class Program:
             if found is not None:
                 return found
         return None
+
+    def _settings_field(self, own: ModuleFacts, owner: str, holder: str, attribute: str) -> Optional[Value]:
+        """``self.wait_config.backoff`` where ``__init__`` did ``self.wait_config =
+        WaitConfig(sleep, backoff, retries)``: the argument given for the field ``backoff``
+        (a literal or the default of the ``__init__`` parameter passed), else the class's own
+        default for it."""
+        if self._overridden_below(own, owner, holder):
+            return None
+        cls = own.settled().classes.get(owner)
+        if cls is None or holder not in cls.built:
+            return None
+        called, positional, keywords, line = cls.built[holder]
+        found = self._class_of(own, called)
+        if found is None:
+            return None
+        facts, target = found
+        # The fields in the order a caller passes them: a dataclass's/NamedTuple's annotated
+        # names, or the parameters of the class's own ``__init__``.
+        if "__init__" in target.methods:
+            parameter = target.from_parameters.get(attribute)
+            index = target.positions.get(parameter) if parameter is not None else None
+        else:
+            parameter = attribute if attribute in target.fields else None
+            index = target.fields.index(attribute) if parameter is not None else None
+        if parameter is not None and parameter in keywords:
+            given = keywords[parameter]
+        elif index is not None and index < len(positional):
+            given = positional[index]
+        else:
+            return self._class_attribute(facts, target.name, attribute, _HOPS)
+        if given is _MISSING or not _is_literal(given):
+            return None
+        return Value(given, f"{owner}.{holder}.{attribute} (passed to {called} in __init__)", own.path, line)
+
+    def _class_of(self, facts: ModuleFacts, called: str) -> Optional[Tuple[ModuleFacts, ClassFacts]]:
+        """The class ``WaitConfig`` / ``_connector.WaitConfig`` names, here or in a module it imports."""
+        head, _, last = called.rpartition(".")
+        if not head:
+            if last in facts.classes:
+                return facts, facts.settled().classes[last]
+            imported = facts.imports.get(last)
+            if imported is None or imported[1] is None:
+                return None
+            other, last = self.module(imported[0]), imported[1]
+        else:
+            imported = facts.imports.get(head)
+            if imported is None or "." in head:
+                return None
+            other = self.module(f"{imported[0]}.{imported[1]}" if imported[1] else imported[0])
+        if other is None or last not in other.classes:
+            return None
+        return other, other.settled().classes[last]
 
     def _overridden_below(self, facts: ModuleFacts, owner: str, attribute: str) -> bool:
         """A subclass here that sets the attribute: ``self.x`` may be either value."""

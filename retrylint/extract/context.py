@@ -520,8 +520,9 @@ class ModuleContext:
         receiver = dotted_name(expr.value)
         if receiver is None:
             return None
-        owner = self.enclosing_class(expr) if receiver in ("self", "cls") else None
-        if receiver not in ("self", "cls") and self._bound_locally(expr, receiver.split(".")[0]):
+        on_self = receiver in ("self", "cls") or receiver.startswith("self.")
+        owner = self.enclosing_class(expr) if on_self else None
+        if not on_self and self._bound_locally(expr, receiver.split(".")[0]):
             return None
         found = self.program.attribute_value(receiver, expr.attr.value, owner)
         return self._stand_in(found, expr) if found is not None else None

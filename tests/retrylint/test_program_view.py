@@ -82,6 +82,48 @@ def test_class_attribute_dataclass_field_and_settings_object():
     assert "6 s" in _messages(settings, "RTY202")[0]
 
 
+WAITER = """
+import dataclasses
+
+class WaitConfig:
+    sleep: float
+    backoff: float
+    retries: int = 8
+
+
+class Api:
+    def __init__(self, url, sleep=0.5, backoff=BACKOFF):
+        self.url = url
+        self.wait_config = WaitConfig(sleep, backoff=backoff)
+
+    def get(self):
+        sleep = self.wait_config.sleep
+        for _ in range(self.wait_config.retries):
+            try:
+                return requests.get(self.url)
+            except requests.ConnectionError:
+                time.sleep(sleep)
+                sleep *= self.wait_config.backoff
+"""
+
+
+def test_a_settings_object_built_in_init_gives_its_fields():
+    # awswrangler's RdsDataApi: ``self.wait_config = WaitConfig(sleep, backoff, retries)`` with
+    # ``backoff=1.0``: the delay never grows, a fixed 0.5 s (not exponential backoff).
+    flat = _findings(WAITER.replace("BACKOFF", "1.0"))
+    assert [f.code for f in flat if f.code.startswith("RTY2")] == ["RTY202"]
+    assert "0.5 s" in next(f.message for f in flat if f.code == "RTY202")
+    assert "at most 8 attempts" in next(f.message for f in flat if f.code == "RTY202")  # the class's own default
+    growing = _findings(WAITER.replace("BACKOFF", "2.0"))
+    assert [f.code for f in growing if f.code.startswith("RTY2")] == ["RTY203"]
+
+
+def test_a_settings_object_a_caller_fills_stays_unknown():
+    source = WAITER.replace("BACKOFF", "1.0") + "\napi = Api('u', backoff=configured)\n"
+    codes = [f.code for f in _findings(source)]
+    assert "RTY202" not in codes  # the factor is the caller's: no longer known to be 1
+
+
 FETCHER = """
 class Fetcher:
     def __init__(self, num_attempts=1):
