@@ -1207,22 +1207,69 @@ class Program:
 
     def attribute_default(self, receiver: str, attribute: str, owner: Optional[str]) -> Optional[Value]:
         """``self.retries`` in ``owner`` holding an ``__init__`` parameter's (or field's) default
-        that switches the retry off (0 or 1), when no caller anywhere can pass another value: no
-        call here passes it and no other module of the package names the class."""
+        that switches the retry off (0 or 1), as the package ships it: no call here or in another
+        module of the package passes the parameter to the class or to a subclass of it (which
+        inherits the parameter: ``InstanceMetadataFetcher(num_attempts=…)``), and no subclass
+        sets another value. Users may switch it on; the package's defaults decide (the labeling
+        convention: a retry that cannot happen with the package's defaults fires nothing)."""
         own = self.own()
         if receiver not in ("self", "cls") or owner is None or owner not in own.classes:
             return None
         if self._overridden_below(own, owner, attribute):
             return None
-        if any(owner in other.bases for other in own.classes.values()):
-            return None  # ``InstanceMetadataFetcher(num_attempts=…)`` built elsewhere inherits the parameter
         cls = own.settled().classes.get(owner)
         if cls is None or attribute not in cls.off_defaults or attribute in cls.values:
             return None
         value, line, how = cls.off_defaults[attribute]
-        if self.mentioned_elsewhere(owner):
+        parameter = cls.from_parameters.get(attribute, attribute)
+        family = [owner] + self._subclasses(own, owner)
+        if self._passed_here(family[1:], parameter) or any(self._passed_elsewhere(name, parameter) for name in family):
             return None
         return Value(value, f"{owner}.{attribute} ({how}, which no caller changes)", own.path, line)
+
+    @staticmethod
+    def _subclasses(facts: ModuleFacts, owner: str) -> List[str]:
+        found: List[str] = []
+        frontier = [owner]
+        while frontier:
+            base = frontier.pop()
+            for cls in facts.classes.values():
+                if base in cls.bases and cls.name not in found and cls.name != owner:
+                    found.append(cls.name)
+                    frontier.append(cls.name)
+        return found
+
+    def _passed_here(self, classes: List[str], parameter: str) -> bool:
+        """A call of one of ``classes`` in this module that passes ``parameter`` (or may: ``*args``,
+        ``**kwargs``, positional arguments)."""
+        if not classes or self._tree is None:
+            return False
+        for node in ast.walk(self._tree):
+            if isinstance(node, ast.Call) and _called_name(node.func) in classes:
+                if node.args or any(k.arg in (None, parameter) for k in node.keywords):
+                    return True
+        return False
+
+    def _passed_elsewhere(self, name: str, parameter: str) -> bool:
+        """Another module of the package that names ``name`` and writes ``parameter=`` (a keyword
+        argument, or a subclass's own value for the field). A module that names the class without
+        it uses the default."""
+        if self.path is None or not self.mentioned_elsewhere(name):
+            return False
+        top = self.root / self.package.split(".")[0] if self.package and self.root is not None else self.path.parent
+        found = _MENTIONS.get((str(top), name))
+        if found is None:
+            return True  # too many files to read: assume a caller elsewhere sets it
+        setting = re.compile(rb"\b" + re.escape(parameter.encode()) + rb"\s*(:[^=\n]*)?=(?!=)")
+        for other in found:
+            if other == str(self.path):
+                continue
+            try:
+                if setting.search(Path(other).read_bytes()):
+                    return True
+            except OSError:
+                return True
+        return False
 
     def _dotted_attribute(self, facts: ModuleFacts, head: str, rest: str, attribute: str, hops: int) -> Optional[Value]:
         if hops <= 0:

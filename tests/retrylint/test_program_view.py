@@ -147,17 +147,26 @@ def test_a_caller_or_subclass_that_may_switch_it_on_keeps_the_retry_judged():
     # botocore's IMDSFetcher(num_attempts=1) is built as InstanceMetadataFetcher(num_attempts=…)
     # in another module: the retry written for those callers is judged.
     subclass = FETCHER + "\n\nclass InstanceMetadataFetcher(Fetcher):\n    pass\n"
-    assert "RTY201" in {f.code for f in _findings(subclass)}
+    assert "RTY201" not in {f.code for f in _findings(subclass)}  # it inherits the default too
+    built = subclass + "\n\ndef build():\n    return InstanceMetadataFetcher(num_attempts=3)\n"
+    assert "RTY201" in {f.code for f in _findings(built)}
     caller = FETCHER + "\n\ndef build():\n    return Fetcher(num_attempts=3)\n"
     assert "RTY201" in {f.code for f in _findings(caller)}
 
 
-def test_a_class_another_module_names_keeps_the_retry_judged(project, run):
+def test_a_class_another_module_names_keeps_the_retry_judged_only_when_it_passes_the_parameter(project, run):
     project.write("pkg/__init__.py", "")
     project.write("pkg/fetcher.py", FETCHER)
     code, out, _ = run("check", "--no-cache", "--select", "RTY201", "pkg")
     assert code == 0, out
+    project.write("pkg/creds.py", "from .fetcher import Fetcher\nFETCH = Fetcher()\n")
+    code, out, _ = run("check", "--no-cache", "--select", "RTY201", "pkg")
+    assert code == 0, out  # built with the default: one attempt as shipped
     project.write("pkg/creds.py", "from .fetcher import Fetcher\nFETCH = Fetcher(num_attempts=4)\n")
+    code, out, _ = run("check", "--no-cache", "--select", "RTY201", "pkg")
+    assert code == 1 and "pkg/fetcher.py:6" in out, out
+    # A subclass elsewhere that sets its own value switches it on too.
+    project.write("pkg/creds.py", "from .fetcher import Fetcher\nclass Eager(Fetcher):\n    num_attempts = 4\n")
     code, out, _ = run("check", "--no-cache", "--select", "RTY201", "pkg")
     assert code == 1 and "pkg/fetcher.py:6" in out, out
 
@@ -509,10 +518,10 @@ def test_a_sibling_that_changes_the_input_is_no_retry():
     assert "RTY103" not in {f.code for f in _findings(source)}
 
 
-def test_a_field_default_that_switches_retries_off_is_judged_for_the_subclasses_that_inherit_it():
-    # llama_index's extractors: ``max_retries: int = Field(default=0)`` in a base class whose
-    # subclasses users build with ``max_retries=…``: the retry is judged. Alone, with no caller
-    # and no subclass anywhere, it makes one attempt as shipped (see the dataclass test above).
+def test_a_field_default_that_switches_retries_off_is_judged_as_the_package_ships_it():
+    # llama_index's extractors: ``max_retries: int = Field(default=0)`` in a base class that its
+    # subclasses inherit and nothing in the package sets: one attempt as shipped (the labeling
+    # convention). A subclass that sets its own value switches the retry on, and it is judged.
     source = """
 import pydantic
 
@@ -527,8 +536,10 @@ class Extractor(pydantic.BaseModel):
                 time.sleep(2 ** attempt)
 """
     assert "RTY203" not in {f.code for f in _findings(source)}
-    subclassed = source + "\n\nclass TitleExtractor(Extractor):\n    pass\n"
-    assert "RTY203" in {f.code for f in _findings(subclassed)}
+    inherited = source + "\n\nclass TitleExtractor(Extractor):\n    pass\n"
+    assert "RTY203" not in {f.code for f in _findings(inherited)}
+    overridden = source + "\n\nclass TitleExtractor(Extractor):\n    max_retries: int = 3\n"
+    assert "RTY203" in {f.code for f in _findings(overridden)}
 
 
 # ------------------------------------------------ a repair through state (pymongo OIDC)
