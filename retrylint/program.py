@@ -813,6 +813,44 @@ def _files_mentioning(top: Path, name: str, recursive: bool) -> Optional[List[st
     return found
 
 
+#: (file, digest, class, parameter) -> does the file pass the parameter (:func:`_passes`)?
+_PASSES: Dict[Tuple[str, str, str, str, Optional[int]], bool] = {}
+
+
+def _passes(file: Path, name: str, parameter: str, position: Optional[int]) -> bool:
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return True  # unreadable: assume it may
+    key = (str(file), digest(data), name, parameter, position)
+    if key not in _PASSES:
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            _PASSES[key] = True
+            return True
+        family = {name}
+        for node in ast.walk(tree):  # subclasses defined there inherit the parameter
+            if isinstance(node, ast.ClassDef) and any((_dotted(b) or "").rpartition(".")[2] in family for b in node.bases):
+                family.add(node.name)
+                for statement in node.body:
+                    targets = statement.targets if isinstance(statement, ast.Assign) else \
+                        [statement.target] if isinstance(statement, ast.AnnAssign) and statement.value is not None else []
+                    if any(isinstance(t, ast.Name) and t.id == parameter for t in targets):
+                        _PASSES[key] = True
+                        return True
+        _PASSES[key] = any(
+            isinstance(node, ast.Call) and (_dotted(node.func) or "").rpartition(".")[2] in family
+            and (any(k.arg in (None, parameter) for k in node.keywords)
+                 or any(isinstance(a, ast.Starred) for a in node.args)
+                 or position is not None and len(node.args) > position)
+            for node in ast.walk(tree)
+        )
+        if len(_PASSES) > 4096:
+            _PASSES.clear()
+    return _PASSES[key]
+
+
 def _file_digest(file: Path) -> str:
     try:
         return digest(file.read_bytes())
@@ -1223,7 +1261,8 @@ class Program:
         value, line, how = cls.off_defaults[attribute]
         parameter = cls.from_parameters.get(attribute, attribute)
         family = [owner] + self._subclasses(own, owner)
-        if self._passed_here(family[1:], parameter) or any(self._passed_elsewhere(name, parameter) for name in family):
+        position = cls.positions.get(parameter)
+        if self._passed_here(family[1:], parameter) or any(self._passed_elsewhere(name, parameter, position) for name in family):
             return None
         return Value(value, f"{owner}.{attribute} ({how}, which no caller changes)", own.path, line)
 
@@ -1250,26 +1289,18 @@ class Program:
                     return True
         return False
 
-    def _passed_elsewhere(self, name: str, parameter: str) -> bool:
-        """Another module of the package that names ``name`` and writes ``parameter=`` (a keyword
-        argument, or a subclass's own value for the field). A module that names the class without
-        it uses the default."""
+    def _passed_elsewhere(self, name: str, parameter: str, position: Optional[int]) -> bool:
+        """Another module of the package that names ``name`` and passes ``parameter`` to it or to
+        a subclass it defines (by keyword, by ``position``, or through ``**kwargs``), or defines
+        a subclass that gives the field its own value. A module that names the class without
+        that uses the default."""
         if self.path is None or not self.mentioned_elsewhere(name):
             return False
         top = self.root / self.package.split(".")[0] if self.package and self.root is not None else self.path.parent
         found = _MENTIONS.get((str(top), name))
         if found is None:
             return True  # too many files to read: assume a caller elsewhere sets it
-        setting = re.compile(rb"\b" + re.escape(parameter.encode()) + rb"\s*(:[^=\n]*)?=(?!=)")
-        for other in found:
-            if other == str(self.path):
-                continue
-            try:
-                if setting.search(Path(other).read_bytes()):
-                    return True
-            except OSError:
-                return True
-        return False
+        return any(_passes(Path(other), name, parameter, position) for other in found if other != str(self.path))
 
     def _dotted_attribute(self, facts: ModuleFacts, head: str, rest: str, attribute: str, hops: int) -> Optional[Value]:
         if hops <= 0:
