@@ -1262,7 +1262,7 @@ class Program:
         parameter = cls.from_parameters.get(attribute, attribute)
         family = [owner] + self._subclasses(own, owner)
         position = cls.positions.get(parameter)
-        if self._passed_here(family[1:], parameter) or any(self._passed_elsewhere(name, parameter, position) for name in family):
+        if self._passed_here(family[1:], parameter) or any(self.passed_elsewhere(name, parameter, position) for name in family):
             return None
         return Value(value, f"{owner}.{attribute} ({how}, which no caller changes)", own.path, line)
 
@@ -1289,7 +1289,7 @@ class Program:
                     return True
         return False
 
-    def _passed_elsewhere(self, name: str, parameter: str, position: Optional[int]) -> bool:
+    def passed_elsewhere(self, name: str, parameter: str, position: Optional[int]) -> bool:
         """Another module of the package that names ``name`` and passes ``parameter`` to it or to
         a subclass it defines (by keyword, by ``position``, or through ``**kwargs``), or defines
         a subclass that gives the field its own value. A module that names the class without

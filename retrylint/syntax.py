@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from typing import Callable, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
@@ -22,6 +23,9 @@ RAISE = "raise"
 EXITS = frozenset({BREAK, RETURN, RAISE})
 
 PROCESS_EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort", "pytest.fail", "pytest.skip"})
+#: Calls named for raising (``six.reraise``, ``raise_from``, tooz's ``utils.raise_with_cause``,
+#: ``self._raise_error(e)``) raise; ``raise_for_status()`` / ``raise_if_...`` raise only sometimes.
+RAISER_NAME = re.compile(r"^_*(re)?raise(?!_(for|if|on|unless|when)(_|$))(_\w+)?$")
 
 
 _FIELDS: dict = {}
@@ -215,7 +219,8 @@ def statement_outcomes(node: cst.CSTNode) -> FrozenSet[str]:
         return frozenset({CONTINUE})
     if isinstance(node, cst.Expr):
         value = unwrap_await(node.value)
-        if isinstance(value, cst.Call) and dotted_name(value.func) in PROCESS_EXITS:
+        if isinstance(value, cst.Call) and (dotted_name(value.func) in PROCESS_EXITS
+                                            or RAISER_NAME.match(last_name(value.func) or "")):
             return frozenset({RAISE})
         return frozenset({FALL})
     if isinstance(node, cst.If):

@@ -485,11 +485,12 @@ class ModuleContext:
 
     def parameter_unset(self, param: cst.Param) -> bool:
         """No caller anywhere in the package can be passing this parameter: none in this
-        module, and no other module of the package mentions the function."""
+        module, and no call of the function in another module of the package passes it (by
+        keyword, at its position, or through ``*args``/``**kwargs``)."""
         key = self._parameter_key(param)
         if key is None or self.parameter_values(param) is not None:
             return False
-        return not self.program.mentioned_elsewhere(key[0])
+        return not self.program.passed_elsewhere(key[0], key[1], key[2])
 
     def _parameter_key(self, param: cst.Param) -> Optional[Tuple[str, str, Optional[int], bool, Optional[str]]]:
         """(function, parameter, position a caller writes it at or None, is a method) for

@@ -46,6 +46,7 @@ from ..syntax import (
     EXITS,
     FALL,
     LOOPS,
+    RAISER_NAME,
     call_args,
     dotted_name,
     if_branches,
@@ -685,7 +686,8 @@ def _same_operation_again(
         id(h.node): [h.node] + (analysis.rest if FALL in _handler_outcomes(h, ctx) else [])
         for h in analysis.retrying
     }
-    reads = AttemptReads(operation, loop, ctx, writes, [r for regions in regions_of.values() for r in regions])
+    reads = AttemptReads(operation, loop, ctx, writes, [r for regions in regions_of.values() for r in regions],
+                         attempt=analysis.node.body)
     if isinstance(loop, cst.For):
         items = [n for n in _names(loop.target) if n and not bookkeeping(n)]
         if any(reads.reads(n) for n in items) or positioned_by_item(loop, operation, ctx):
@@ -1284,6 +1286,8 @@ def _bound(
         if not isinstance(node, cst.If) or not guard_exits(node, ctx):
             continue
         owner = next((h for h in handlers if ctx.is_inside(node, h.node)), None)
+        if owner is None and any(ctx.is_inside(node, h.node) for t in retry_trys for h in t.handlers):
+            continue  # a test on the path of a failure that is not retried (rq's DequeueTimeout) bounds nothing
         target = per_handler[id(owner.node)] if owner is not None else shared
         if _is_gate(node):
             target.possible = True  # ``if retry.handle_retry(): continue``: a policy object decides
@@ -1677,8 +1681,8 @@ def delegates_failure(call: cst.Call, names: Set[str], ctx: ModuleContext, state
     built for ``raise``, not logging or metrics.
     """
     called = last_name(call.func) or ""
-    if _REPORTING.match(called) or _PREDICATE.search(called) or called in _BUILTIN_LOOKS:
-        return False
+    if _REPORTING.match(called) or _PREDICATE.search(called) or called in _BUILTIN_LOOKS or RAISER_NAME.match(called):
+        return False  # ``utils.raise_with_cause(..., cause=e)`` gives up; it waits for nothing
     if (dotted_name(call.func) or "").split(".")[0].lower() in ("log", "logger", "logging", "_log", "_logger"):
         return False
     if not any(set(_names(arg.value)) & names for arg in call.args):

@@ -53,6 +53,8 @@ def bookkeeping(name: str) -> bool:
     return any(_BOOKKEEPING.match(word) for word in _WORDS.findall(last))
 
 
+#: Calls that record a value, not send it: ``log.debug(...)``, ``print(...)``, ``warnings.warn(...)``.
+_LOGS = re.compile(r"^(print|\w*(log|logger|logging|LOG|LOGGER)\.\w+|warnings\.warn|self\.(log|logger|_log|_logger)\.\w+)$")
 #: Keyword arguments that tune an attempt without changing what it asks for.
 _TUNING_KEYWORDS = re.compile(r"(timeout|attempt|retr|tries|deadline|wait|backoff|delay)", re.I)
 #: Methods that put something new into a container (``del``, ``pop`` and ``clear`` only drop a
@@ -86,17 +88,25 @@ class AttemptReads:
     """
 
     def __init__(self, operation: cst.Call, loop: cst.CSTNode, ctx: ModuleContext,
-                 writes: Dict[str, List[Binding]], failure_regions: Sequence[cst.CSTNode]) -> None:
+                 writes: Dict[str, List[Binding]], failure_regions: Sequence[cst.CSTNode],
+                 attempt: Optional[cst.CSTNode] = None) -> None:
         self.ctx = ctx
         self._writes = writes
         self._failure_regions = failure_regions
         func = operation.func
         receivers = set(_names(func.value)) if isinstance(func, cst.Attribute) else set()
         inputs: Set[str] = set()
-        for arg in operation.args:
-            if arg.keyword is not None and _TUNING_KEYWORDS.search(arg.keyword.value):
-                continue
-            inputs.update(_names(arg.value))
+        # The operation's arguments, and those of the attempt's calls made for their effect:
+        # ``sock = socket.socket()`` is named the operation, but ``sock.bind(("", port))`` is what
+        # the next port changes. Calls whose value is kept feed the operation through the values
+        # read below; logging reads values without sending them.
+        calls = [operation] + ([n for n in _effect_calls(attempt) if not _LOGS.match(dotted_name(n.func) or "")]
+                               if attempt is not None else [])
+        for call in calls:
+            for arg in call.args:
+                if arg.keyword is not None and _TUNING_KEYWORDS.search(arg.keyword.value):
+                    continue
+                inputs.update(_names(arg.value))
         for ancestor in ctx.ancestors(operation):
             if ancestor is loop:
                 break
@@ -132,6 +142,17 @@ class AttemptReads:
                         seen.add(read)
                         todo.append(read)
         return seen
+
+
+def _effect_calls(attempt: cst.CSTNode) -> List[cst.Call]:
+    """``sock.bind(addr)`` / ``await conn.send(msg)`` as statements of the attempt."""
+    found = []
+    for node in walk(attempt, skip=DEFERRED):
+        if isinstance(node, cst.Expr):
+            value = unwrap_await(node.value)
+            if isinstance(value, cst.Call):
+                found.append(value)
+    return found
 
 
 def changed_on_path(regions: Sequence[cst.CSTNode], reads: AttemptReads) -> Optional[str]:

@@ -2007,8 +2007,8 @@ def test_retries_off_by_default_fire_nothing(flavour, loop):
 def test_a_default_that_turns_retries_off_counts_only_when_no_module_of_the_package_calls_it(project, run):
     """kafka-utils ``ssh(host, max_attempts=1, max_timeout=5)``: another module of the package
     calls ``ssh(host, max_attempts=3, max_timeout=2)``, so the default decides nothing there and
-    the constant sleep is RTY202; with no other module mentioning ``ssh`` the loop never retries
-    as shipped."""
+    the constant sleep is RTY202; with no other module passing ``max_attempts`` the loop never
+    retries as shipped."""
     project.write("pkg/__init__.py", "")
     project.write("pkg/ssh.py", """
         import time
@@ -2023,6 +2023,16 @@ def test_a_default_that_turns_retries_off_counts_only_when_no_module_of_the_pack
                     if attempts < max_attempts:
                         time.sleep(max_timeout)
             raise RuntimeError(host)
+    """)
+    code, out, _ = run("check", "--no-cache", "--output-format", "json", "--select", "RTY", "pkg")
+    assert code == 0 and json.loads(out) == []
+    # A module that calls it with the defaults (airflow's GCSHook.download(num_max_attempts=1)
+    # called without it) changes nothing: one attempt as shipped.
+    project.write("pkg/restart.py", """
+        from .ssh import ssh
+
+        def restart(client, host):
+            return ssh(client, host)
     """)
     code, out, _ = run("check", "--no-cache", "--output-format", "json", "--select", "RTY", "pkg")
     assert code == 0 and json.loads(out) == []
@@ -2061,3 +2071,69 @@ def test_a_parameter_named_input_is_no_prompt(flavour):
                     {sleep}(2)
     """
     assert [code for code, _ in _findings(source, flavour)] == ["RTY101", "RTY202", "RTY101", "RTY202"]
+
+
+FREE_PORT = """
+    {def} find_free_port(start_port=8100):
+        port = start_port
+        for _ in range(100):
+            try:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                {aw}bind(sock, ("", port))
+                sock.close()
+                return port
+            except OSError:
+                {way_back}
+        raise RuntimeError(start_port)
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_the_next_port_read_by_a_later_call_of_the_attempt_is_a_search(flavour):
+    """jenkinsapi's ``find_free_port``: the first call of the attempt (``socket.socket()``) is
+    named the operation, but ``bind(("", port))`` further down reads the port the failure path
+    steps: each pass asks for another port, a search. Its twin binds the same port again."""
+    assert _codes(FREE_PORT.replace("{way_back}", "port += 1"), flavour) == []
+    assert "RTY201" in _codes(FREE_PORT.replace("{way_back}", "pass"), flavour)
+
+
+HANDLE_FAILURES = """
+    def _handle_failures(n_tries=15):
+        def inner(func):
+            {def} wrapper(*args, **kwargs):
+                ntries = n_tries
+                while ntries:
+                    try:
+                        return {aw}func(*args, **kwargs)
+                    except ConnectionError as e:
+                        ntries -= 1
+                        if not ntries:
+                            utils.raise_with_cause(ToozConnectionError, str(e), cause=e)
+                        LOG.debug("Redis connection error, will retry - %s", e)
+                    except TimeoutError as e:
+                        {give_up}
+                raise RuntimeError("unreachable")
+            return wrapper
+        return inner
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_call_named_for_raising_gives_up(flavour):
+    """tooz's redis driver: ``utils.raise_with_cause(..., cause=e)`` (like ``six.reraise``) raises;
+    it neither waits nor goes round, so the ConnectionError path is an immediate retry, and the
+    TimeoutError handler that only calls it retries nothing. ``raise_for_status()`` raises only
+    sometimes: a handler that calls it may still go round."""
+    codes = _codes(HANDLE_FAILURES.replace("{give_up}", "utils.raise_with_cause(ToozConnectionError, str(e), cause=e)"), flavour)
+    assert codes == ["RTY201"]
+    report = _report(HANDLE_FAILURES.replace("{give_up}", "utils.raise_with_cause(ToozConnectionError, str(e), cause=e)"), flavour)
+    (finding,) = report.findings
+    assert "TimeoutError" not in finding.message
+
+
+def test_which_names_raise():
+    from retrylint.syntax import RAISER_NAME
+
+    assert all(RAISER_NAME.match(n) for n in ("reraise", "raise_from", "raise_with_cause", "_raise_error"))
+    assert not any(RAISER_NAME.match(n) for n in ("raise_for_status", "raise_if_error", "raise_on_failure", "raised", "praise"))
