@@ -1542,16 +1542,19 @@ def _delay(
             hidden.append(_hidden_wait(analysis, handler, ctx) or attempt_waits_with_timeout(analysis.node, ctx, blocking_only=True) or waits_per_item)
             timeouts.append(bool(handler.names) and all("timeout" in n.rsplit(".", 1)[-1].lower() for n in handler.names))
             owners.append(handler.names or ("everything",))
-            if own and falls and _sleeps_only_for_some_failures(handler, own, ctx):
+            some_attempts = own and falls and _sleeps_only_on_some_attempts(own, loop, handler, counters, ctx)
+            if own and falls and (_sleeps_only_for_some_failures(handler, own, ctx) or some_attempts):
                 # ``except AirflowException as exc: if str(exc).startswith("404"): sleep(...)``: the
-                # other failures go round at once.
+                # other failures go round at once; ``if ttl < TTL / 2: sleep(0.05)``: so do the
+                # attempts before.
                 paths.append(top + before_operation + rest_sleeps)
                 hidden.append(
                     _hidden_wait(analysis, handler, ctx, skip={id(s.call) for s in own})
                     or attempt_waits_with_timeout(analysis.node, ctx, blocking_only=True) or waits_per_item
                 )
                 timeouts.append(False)
-                owners.append(tuple(f"{n} (other cases)" for n in (handler.names or ("everything",))))
+                other = "some attempts" if some_attempts else "other cases"
+                owners.append(tuple(f"{n} ({other})" for n in (handler.names or ("everything",))))
     if status is not None:
         excluded = list(status.success_branches)
         paths.append([s for s in usable if not any(ctx.is_inside(s.call, b) for b in excluded)
@@ -1612,6 +1615,29 @@ def _sleeps_only_for_some_failures(handler: Handler, own: List[Sleep], ctx: Modu
             return False
         if outcomes(statements(guard.body)) & EXITS:
             return False
+    return True
+
+
+def _sleeps_only_on_some_attempts(own: List[Sleep], loop: cst.CSTNode, handler: Handler,
+                                  counters: Dict[str, CounterInfo], ctx: ModuleContext) -> bool:
+    """Every sleep of the handler sits in the body of an ``if`` (no ``else``, no exit) that tests
+    the attempt count against something other than the loop's own bound (redis-py's cluster
+    ``if ttl < self.RedisClusterRequestTTL / 2: sleep(0.05)``): the attempts it does not pick
+    go round at once. ``if attempt < retries - 1: sleep(d)`` names the loop's bound: it only
+    skips the wait after the last attempt, and every retry waits."""
+    header = loop.iter if isinstance(loop, cst.For) else loop.test  # type: ignore[union-attr]
+    bound_names = set(_names(header))
+    for sleep in own:
+        guard = next((a for a in ctx.ancestors(sleep.call) if isinstance(a, cst.If)), None)
+        if guard is None or not ctx.is_inside(guard, handler.node) or guard.orelse is not None:
+            return False
+        if not ctx.is_inside(sleep.call, guard.body) or outcomes(statements(guard.body)) & EXITS:
+            return False
+        tested = set(_names(guard.test))
+        if not tested & set(counters) or (tested - set(counters)) & bound_names:
+            return False
+        if not (tested - set(counters)):
+            return False  # ``if attempt: sleep(...)``: every retry after the first waits
     return True
 
 

@@ -2137,3 +2137,32 @@ def test_which_names_raise():
 
     assert all(RAISER_NAME.match(n) for n in ("reraise", "raise_from", "raise_with_cause", "_raise_error"))
     assert not any(RAISER_NAME.match(n) for n in ("raise_for_status", "raise_if_error", "raise_on_failure", "raised", "praise"))
+
+
+TTL_LOOP = """
+    class Cluster:
+        TTL = 16
+
+        {def} execute(self, *args):
+            ttl = self.TTL
+            while ttl > 0:
+                ttl -= 1
+                try:
+                    return {aw}self.node.execute_command(*args)
+                except TryAgainError:
+                    if {guard}:
+                        {sleep}(0.05)
+            raise ClusterError("TTL exhausted.")
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_wait_for_some_attempts_only_leaves_the_others_immediate(flavour):
+    """redis-py's cluster ``execute_command``: TryAgainError waits 0.05 s only in the second half
+    of the TTL; the first half goes round at once (RTY201). A wait skipped only after the last
+    attempt (the test names the loop's own bound) leaves every retry waiting."""
+    early = _report(TTL_LOOP.replace("{guard}", "ttl < self.TTL / 2"), flavour)
+    assert [f.code for f in early.findings] == ["RTY201"]
+    assert "(some attempts)" in early.findings[0].message
+    last = _codes(TTL_LOOP.replace("{guard}", "ttl > 0"), flavour)
+    assert "RTY201" not in last
