@@ -66,7 +66,8 @@ MUTATORS = frozenset(
 )
 #: A receiver taken from alternatives: ``next(hosts)``, ``self._pick_server()``, ``urls[i]``.
 _ALTERNATIVE_CALL = re.compile(
-    r"^_*(next|rotate|fail_?over|fallback|alternat\w*|other|switch|select|pick|choose|choice|cycle)(_|$)", re.I
+    r"^_*((get|use|try|load|take)_)?(next|rotate|fail_?over|fallback|alternat\w*|other|switch|select|pick|choose|choice|cycle)(_|$)",
+    re.I,
 )
 
 
@@ -168,6 +169,11 @@ def changed_on_path(regions: Sequence[cst.CSTNode], reads: AttemptReads) -> Opti
                     if _matches(target, reads.inputs | reads.receivers) and not bookkeeping(target):
                         return target
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                if dotted_name(node.func.value) in ("self", "cls") and _calls_alternative(node) \
+                        and node.func.attr.value not in ("pop", "popleft"):
+                    # ``if not self._get_next_app_info(): raise`` (yt-dlp's TikTok): the object moves
+                    # on to its next alternative, and the next pass sends with it
+                    return dotted_name(node.func)
                 if node.func.attr.value in MUTATORS or _consumes(node):
                     owner = dotted_name(node.func.value)
                     if owner and _matches(owner, reads.inputs | reads.receivers) and not bookkeeping(owner):

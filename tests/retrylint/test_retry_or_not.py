@@ -2166,3 +2166,29 @@ def test_a_wait_for_some_attempts_only_leaves_the_others_immediate(flavour):
     assert "(some attempts)" in early.findings[0].message
     last = _codes(TTL_LOOP.replace("{guard}", "ttl > 0"), flavour)
     assert "RTY201" not in last
+
+
+APP_INFO_POOL = """
+    import itertools
+
+    class TikTok:
+        {def} call_api(self, ep, query):
+            for count in itertools.count(1):
+                real_query = self._build_api_query(query)
+                try:
+                    return {aw}self._call_api_impl(ep, query=real_query)
+                except ExtractorError as e:
+                    if {way_back}:
+                        raise
+                    continue
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_failure_path_that_moves_the_object_to_its_next_alternative_is_a_search(flavour):
+    """yt-dlp's TikTok ``_call_api``: ``if not self._get_next_app_info(): raise`` switches the
+    extractor to the next app info of its pool, and the next pass sends with it (a search over
+    alternatives, ended when the pool is empty). Its twin asks only whether to go on."""
+    source = APP_INFO_POOL
+    assert _codes(source.replace("{way_back}", "not self._get_next_app_info()"), flavour) == []
+    assert "RTY101" in _codes(source.replace("{way_back}", "not self._should_retry(e)"), flavour)
