@@ -115,10 +115,10 @@ _PORT_TAKEN = re.compile(r"\bEADDRINUSE\b")
 
 
 #: Exceptions a program raises to steer itself, not failures: bottle's ``RouteReset`` (a plugin
-#: changed the route: rebuild it), gallery-dl's ``RestartExtraction``. ``ConnectionResetError``
+#: changed the route: rebuild it), gallery-dl's ``RestartExtraction``, yt-dlp's ``ReExtractInfo``. ``ConnectionResetError``
 #: (or a ``ConnectionReset``) and other ``…Error``/``…Exception`` names are failures and do not match.
 _CONTROL_SIGNAL = re.compile(
-    r"^(?!.*(Error|Exception|Failure|Fault)$)(?!.*(Connection|Peer|Socket|Stream)).*(Reset|Restart|Reload|Rerun|Redo|Rewind)"
+    r"^(?!.*(Error|Exception|Failure|Fault)$)(?!.*(Connection|Peer|Socket|Stream))(.*(Reset|Restart|Reload|Rerun|Redo|Rewind)|Re[A-Z])"
 )
 
 

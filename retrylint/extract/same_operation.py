@@ -96,6 +96,8 @@ class AttemptReads:
         self._failure_regions = failure_regions
         func = operation.func
         receivers = set(_names(func.value)) if isinstance(func, cst.Attribute) else set()
+        if isinstance(func, cst.Call):
+            receivers = set(_names(func))  # ``getattr(client, method_name)(*args)``: called on ``client``
         inputs: Set[str] = set()
         # The operation's arguments, and those of the attempt's calls made for their effect:
         # ``sock = socket.socket()`` is named the operation, but ``sock.bind(("", port))`` is what

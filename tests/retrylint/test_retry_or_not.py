@@ -2192,3 +2192,48 @@ def test_a_failure_path_that_moves_the_object_to_its_next_alternative_is_a_searc
     source = APP_INFO_POOL
     assert _codes(source.replace("{way_back}", "not self._get_next_app_info()"), flavour) == []
     assert "RTY101" in _codes(source.replace("{way_back}", "not self._should_retry(e)"), flavour)
+
+
+RE_EXTRACT = """
+    def _handle_extraction_exceptions(func):
+        {def} wrapper(self, *args, **kwargs):
+            while True:
+                try:
+                    return {aw}func(self, *args, **kwargs)
+                except {caught} as e:
+                    self.report_warning(f'{{e}}; Re-extracting data')
+                    continue
+        return wrapper
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_an_exception_named_for_doing_it_again_steers_the_program(flavour):
+    """yt-dlp's ``ReExtractInfo``: the extractor asks to run again with what it learned (a
+    control signal, like bottle's RouteReset); ``RequestError`` and ``ReadTimeout`` are failures."""
+    assert _codes(RE_EXTRACT.replace("{caught}", "ReExtractInfo"), flavour) == []
+    assert "RTY101" in _codes(RE_EXTRACT.replace("{caught}", "ReadTimeout"), flavour)
+
+
+CHAINED_CALL = """
+    class CascadingClient:
+        {def} _chained_call(self, method_name, *args, **kwargs):
+            for i in range(len(self.clients)):
+                client = {client}
+                try:
+                    return {aw}getattr(client, method_name)(*args, **kwargs)
+                except FileSystemException:
+                    raise
+                except BaseException:
+                    if i + 1 >= len(self.clients):
+                        raise
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_method_looked_up_on_the_next_client_is_a_fallback(flavour):
+    """luigi's ``CascadingClient._chained_call``: ``getattr(client, method_name)(...)`` on
+    ``self.clients[i]`` tries the next client after a failure (a fallback chain). The same
+    client every pass is a retry, and an immediate one."""
+    assert _codes(CHAINED_CALL.replace("{client}", "self.clients[i]"), flavour) == []
+    assert "RTY201" in _codes(CHAINED_CALL.replace("{client}", "self.clients[0]"), flavour)
