@@ -7,6 +7,7 @@ from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from ..syntax import (
+    CONTINUE,
     DEFERRED,
     EXITS,
     FALL,
@@ -115,8 +116,29 @@ def guard_exits(node: cst.If, ctx: ModuleContext) -> bool:
             for index, member in enumerate(members):
                 if member is node:
                     after = outcomes(members[index + 1 :])
+                    if FALL in after and not after & {CONTINUE}:
+                        # ``except Timeout: if n <= MAX: sleep(2); continue`` then ``break`` after the
+                        # try (dashscope): the handler falls out of the try into the exit
+                        after = (after - {FALL}) | _after_handler(parent, ctx)
                     return bool(after) and FALL not in after and bool(after & EXITS)
     return False
+
+
+def _after_handler(block: cst.CSTNode, ctx: ModuleContext) -> FrozenSet[str]:
+    """How the statements after the ``try`` end, when ``block`` is one of its handlers' bodies
+    and the ``try`` has no ``finally``; {FALL} otherwise."""
+    handler = ctx.parent(block)
+    attempt = ctx.parent(handler) if isinstance(handler, cst.ExceptHandler) else None
+    if not isinstance(attempt, cst.Try) or attempt.finalbody is not None:
+        return frozenset({FALL})
+    outer = ctx.parent(attempt)
+    if not isinstance(outer, cst.IndentedBlock):
+        return frozenset({FALL})
+    members = statements(outer)
+    for index, member in enumerate(members):
+        if member is attempt:
+            return outcomes(members[index + 1 :])
+    return frozenset({FALL})
 
 
 def body_exits(node: cst.If) -> bool:

@@ -1631,8 +1631,8 @@ def _sleeps_only_on_some_attempts(own: List[Sleep], loop: cst.CSTNode, handler: 
         guard = next((a for a in ctx.ancestors(sleep.call) if isinstance(a, cst.If)), None)
         if guard is None or not ctx.is_inside(guard, handler.node) or guard.orelse is not None:
             return False
-        if not ctx.is_inside(sleep.call, guard.body) or outcomes(statements(guard.body)) & EXITS:
-            return False
+        if not ctx.is_inside(sleep.call, guard.body) or outcomes(statements(guard.body)) != {FALL}:
+            return False  # ``if try_count <= MAX: sleep(2); continue`` then ``break``: the others leave
         tested = set(_names(guard.test))
         if not tested & set(counters) or (tested - set(counters)) & bound_names:
             return False

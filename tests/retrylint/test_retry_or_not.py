@@ -2237,3 +2237,36 @@ def test_a_method_looked_up_on_the_next_client_is_a_fallback(flavour):
     client every pass is a retry, and an immediate one."""
     assert _codes(CHAINED_CALL.replace("{client}", "self.clients[i]"), flavour) == []
     assert "RTY201" in _codes(CHAINED_CALL.replace("{client}", "self.clients[0]"), flavour)
+
+
+TRY_COUNT = """
+    class VocabularyService:
+        MAX_QUERY_TRY_COUNT = 3
+
+        {def} call_with_input(self, input):
+            try_count = 0
+            while True:
+                try:
+                    response = {aw}self.client.call(input=input)
+                except (requests.Timeout, requests.ConnectionError) as e:
+                    try_count += 1
+                    if try_count <= VocabularyService.MAX_QUERY_TRY_COUNT:
+                        {sleep}(2)
+                        continue
+                {after}
+            return response
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_bound_whose_exit_follows_the_try(flavour):
+    """dashscope's ``__call_with_input``: ``if try_count <= MAX: sleep(2); continue``, and a
+    failure past the limit falls out of the handler into the ``break`` after the try: at most
+    4 attempts, a fixed 2 s delay (RTY202, no RTY101). With the ``break`` in the try's ``else``
+    instead, a failure past the limit goes round at once, for ever."""
+    source = TRY_COUNT
+    bounded = _report(source.replace("{after}", "break"), flavour)
+    assert [f.code for f in bounded.findings] == ["RTY202"]
+    assert "at most 4 attempts" in bounded.findings[0].message
+    unbounded = source.replace("{after}", "else:\n" + " " * 20 + "break")  # success leaves, failures go round
+    assert "RTY101" in _codes(unbounded, flavour)
