@@ -13,6 +13,7 @@ from ..syntax import (
     FALL,
     LOOPS,
     RAISE,
+    dotted_name,
     if_branches,
     last_name,
     outcomes,
@@ -148,15 +149,36 @@ def body_exits(node: cst.If) -> bool:
     return body is not None and bool(outcomes(body) & EXITS)
 
 
-def status_outcomes(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) -> FrozenSet[str]:
-    """Like :func:`outcomes`, but every status test is decided for ``status``."""
+def status_outcomes(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext,
+                    more_attempts: bool = False) -> FrozenSet[str]:
+    """Like :func:`outcomes`, but every status test is decided for ``status``. With
+    ``more_attempts``, a test of the attempt count alone (``if attempt < max_retries:``) is
+    decided for an attempt that is not the last: the way a status goes while attempts remain."""
     current = {FALL}
     for statement in stmts:
         if FALL not in current:
             break
         current.discard(FALL)
-        current |= _status_statement(statement, status, ctx)
+        current |= _status_statement(statement, status, ctx, more_attempts)
     return frozenset(current)
+
+
+def _attempts_remain(node: cst.If) -> Optional[Sequence[cst.CSTNode]]:
+    """``if attempt < max_retries: … continue`` (no else): the branch an attempt that is not the
+    last takes, when the test reads only counts (``attempt``, ``self.max_retries``)."""
+    from .same_operation import bookkeeping  # imports this module
+
+    names = [dotted_name(n) for n in walk(node.test) if isinstance(n, (cst.Name, cst.Attribute))]
+    names = [n for n in names if n and n not in ("self", "cls")]
+    if not names or not all(bookkeeping(n) for n in names) or node.orelse is not None:
+        return None
+    if not isinstance(node.test, cst.Comparison) or len(node.test.comparisons) != 1:
+        return None
+    operator = node.test.comparisons[0].operator
+    if not isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+        return None
+    body, _ = if_branches(node)
+    return body if CONTINUE in outcomes(body) else None
 
 
 def status_branch(node: cst.If, status: int, ctx: ModuleContext) -> Optional[Sequence[cst.CSTNode]]:
@@ -169,28 +191,30 @@ def status_branch(node: cst.If, status: int, ctx: ModuleContext) -> Optional[Seq
     return body if status in tested[0] else (orelse or [])
 
 
-def _status_statement(node: cst.CSTNode, status: int, ctx: ModuleContext) -> FrozenSet[str]:
+def _status_statement(node: cst.CSTNode, status: int, ctx: ModuleContext, more: bool = False) -> FrozenSet[str]:
     if isinstance(node, cst.If):
         branch = status_branch(node, status, ctx)
+        if branch is None and more:
+            branch = _attempts_remain(node)
         if branch is not None:
-            return status_outcomes(branch, status, ctx)
+            return status_outcomes(branch, status, ctx, more)
         body, orelse = if_branches(node)
-        result = set(status_outcomes(body, status, ctx))
-        result |= status_outcomes(orelse, status, ctx) if orelse is not None else {FALL}
+        result = set(status_outcomes(body, status, ctx, more))
+        result |= status_outcomes(orelse, status, ctx, more) if orelse is not None else {FALL}
         return frozenset(result)
     if isinstance(node, cst.Expr):
         value = unwrap_await(node.value)
         if isinstance(value, cst.Call) and last_name(value.func) == "raise_for_status" and status >= 400:
             return frozenset({RAISE})
     if isinstance(node, cst.Try):
-        body = status_outcomes(statements(node.body), status, ctx)
+        body = status_outcomes(statements(node.body), status, ctx, more)
         result = set(body - {FALL})
         if FALL in body:
-            result |= status_outcomes(statements(node.orelse), status, ctx) if node.orelse else {FALL}
+            result |= status_outcomes(statements(node.orelse), status, ctx, more) if node.orelse else {FALL}
         if RAISE in body:
             for handler in node.handlers:
                 result |= outcomes(statements(handler.body))
         return frozenset(result)
     if isinstance(node, cst.With):
-        return status_outcomes(statements(node.body), status, ctx)
+        return status_outcomes(statements(node.body), status, ctx, more)
     return statement_outcomes(node)

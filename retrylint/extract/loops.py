@@ -1036,7 +1036,9 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
     if _rounds_only_when_pending(tail):
         return None  # ``if data["error"] == "authorization_pending": continue``: a poll
     for status in sorted(ALL_STATUSES):
-        result = status_outcomes(tail, status, ctx)
+        # While attempts remain: ``if attempt < max_retries: sleep(...); continue`` then ``return
+        # response`` goes round for the status; the return is the last attempt's give-up.
+        result = status_outcomes(tail, status, ctx, more_attempts=True)
         # Retried: the status only ever goes round again (a 3xx that goes round follows a
         # redirect, a 1xx is no answer yet). Success: a 2xx can leave
         # (``if node_configs: return node_configs`` after the status check).
@@ -1049,7 +1051,8 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
     call = _response_call(first, writes)
     if call is not None:
         reads = AttemptReads(call, loop, ctx, writes, tail)
-        if all(changed_on_path(_status_path(tail, code, ctx), reads) is not None for code in sorted(retried)):
+        after = ctx.location(call).line
+        if all(changed_on_path(_status_path(tail, code, ctx), reads, after) is not None for code in sorted(retried)):
             return None  # ``url = response.headers["Location"]``, another host: a walk, not a resend
     if any(renews_credentials(n, None, ctx) for s in tail for n in walk_local(s)
            if isinstance(n, cst.If) and status_range(n.test, ctx) is not None):

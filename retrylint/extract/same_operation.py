@@ -158,11 +158,17 @@ def _effect_calls(attempt: cst.CSTNode) -> List[cst.Call]:
     return found
 
 
-def changed_on_path(regions: Sequence[cst.CSTNode], reads: AttemptReads) -> Optional[str]:
-    """The first name the failure path changes that the attempt reads; None when it changes none."""
+def changed_on_path(regions: Sequence[cst.CSTNode], reads: AttemptReads,
+                    after_line: Optional[int] = None) -> Optional[str]:
+    """The first name the failure path changes that the attempt reads; None when it changes none.
+    ``after_line``: the path starts there (a status loop's path holds the attempt itself, whose
+    ``req = build_request(...)`` before the call makes the request, not a change of it)."""
     ctx = reads.ctx
     for region in regions:
         for node in walk(region, skip=DEFERRED):
+            if after_line is not None and isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)) \
+                    and ctx.location(node).line < after_line:
+                continue
             if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                 for name, bindings in ctx.writes_in(node).items():
                     if _changes_input(name, bindings, reads):

@@ -238,3 +238,43 @@ def test_read_classifier_returns_the_statuses_a_predicate_accepts(source, param,
 ])
 def test_read_classifier_leaves_other_functions_alone(source):
     assert read_classifier(ast.parse(source).body[0], False, {}) is None
+
+
+AGENTSTUDIO = """
+def _should_retry(status_code, headers):
+    if headers.get("x-should-retry") == "true":
+        return True
+    return status_code in (408, 409, 429) or status_code >= 500
+
+
+class SyncTransport:
+    def request(self, method, url, json=None):
+        attempt = 0
+        while attempt <= self.max_retries:
+            try:
+                req = self._client.build_request(method=method.upper(), url=url, json=json)
+                resp = self._client.send(req)
+            except httpx.TimeoutException as exc:
+                if attempt >= self.max_retries:
+                    raise
+            else:
+                if _should_retry(resp.status_code, resp.headers):
+                    if attempt < self.max_retries:
+                        time.sleep(random.uniform(0, min(8, 2 ** attempt)))
+                        attempt += 1
+                        continue
+                return self._parse(resp)
+            time.sleep(random.uniform(0, min(8, 2 ** attempt)))
+            attempt += 1
+"""
+
+
+def test_a_status_retried_while_attempts_remain_and_a_request_built_each_pass():
+    """dashscope's agentstudio transport: ``if attempt < self.max_retries: sleep; continue`` then
+    ``return self._parse(resp)``: while attempts remain a 409 goes round (the return is the last
+    attempt's give-up), and ``req = build_request(...)`` made afresh each pass before the send is
+    the same request, not a change of it: RTY302 for 409. Its twin returns at once on a 409."""
+    (message,) = _rty302(AGENTSTUDIO)
+    assert "409" in message
+    twin = AGENTSTUDIO.replace("(408, 409, 429)", "(408, 429)")
+    assert _rty302(twin) == []
