@@ -889,7 +889,8 @@ class Program:
         self.dependencies: Dict[str, str] = {}
         #: (function, parameter, index) → each caller's (value, line), for :meth:`arguments_for`
         self._arguments: Dict[Tuple[str, str, Optional[int], Optional[str]], Optional[List[Tuple[Any, int]]]] = {}
-        self._call_index: Optional[Dict[str, List[Tuple[ast.Call, Optional[str]]]]] = None
+        self._call_index: Optional[Dict[str, List[Tuple[ast.Call, Optional[str], Optional[ast.AST]]]]] = None
+        self._passing: set = set()  # (function, parameter) being followed through callers: a cycle guard
         self._held: Optional[frozenset] = None
 
     # -- facts of modules
@@ -1087,14 +1088,15 @@ class Program:
         found: Optional[List[Tuple[Any, int]]] = None
         if self._tree is not None:
             values: List[Tuple[Any, int]] = []
-            for call, call_class in self._calls_of(function):
+            for call, call_class, enclosing in self._calls_of(function):
                 if self._calls_it(call, method) and not self._calls_another_classes_own(call, call_class, owner, function):
-                    values.append((self._argument(call, parameter, index), call.lineno))
+                    values.append((self._argument(call, parameter, index, enclosing, call_class), call.lineno))
             found = values or None
         self._arguments[key] = found
         return found
 
-    def _argument(self, call: ast.Call, parameter: str, index: Optional[int]) -> Any:
+    def _argument(self, call: ast.Call, parameter: str, index: Optional[int],
+                  enclosing: Optional[ast.AST] = None, call_class: Optional[str] = None) -> Any:
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return UNREAD
         given = next((k.value for k in call.keywords if k.arg == parameter), None)
@@ -1103,7 +1105,36 @@ class Program:
         if given is None:
             return DEFAULT
         value = fold(given, self.own().constants)
+        if value is _MISSING and isinstance(given, ast.Name) and enclosing is not None:
+            return self._passed_through(given.id, enclosing, call_class)
         return UNREAD if value is _MISSING else value
+
+    def _passed_through(self, name: str, enclosing: ast.AST, call_class: Optional[str]) -> Any:
+        """``download(..., num_max_attempts=num_max_attempts)`` inside ``download_as_byte_array(...,
+        num_max_attempts=1)``: the caller hands on its own parameter, whose literal default holds
+        where nobody passes it (no call here, none in another module of the package)."""
+        args = enclosing.args  # type: ignore[attr-defined]
+        positional = list(args.posonlyargs) + list(args.args)
+        defaults = _parameter_defaults(enclosing, self.own().constants)
+        default = defaults.get(name, _MISSING)
+        if default is _MISSING or not _is_literal(default) or isinstance(default, tuple):
+            return UNREAD
+        key = (enclosing.name, name)  # type: ignore[attr-defined]
+        if key in self._passing:
+            return UNREAD
+        method = bool(positional) and positional[0].arg in ("self", "cls")
+        index: Optional[int] = next((i for i, p in enumerate(positional) if p.arg == name), None)
+        if index is not None and method:
+            index -= 1
+        self._passing.add(key)
+        try:
+            callers = self._callers(enclosing.name, name, index, method, call_class if method else None)  # type: ignore[attr-defined]
+            passed = self.passed_elsewhere(enclosing.name, name, index)  # type: ignore[attr-defined]
+        finally:
+            self._passing.discard(key)
+        if passed or callers is not None and any(v is not DEFAULT and v != default for v, _ in callers):
+            return UNREAD
+        return default
 
     def _calls_it(self, call: ast.Call, method: bool) -> bool:
         """A call that surely calls the function asked about: ``f(...)`` for a module function;
@@ -1131,22 +1162,22 @@ class Program:
         facts = self.own().classes.get(call_class)
         return facts is not None and function in facts.methods
 
-    def _calls_of(self, function: str) -> List[Tuple[ast.Call, Optional[str]]]:
+    def _calls_of(self, function: str) -> List[Tuple[ast.Call, Optional[str], Optional[ast.AST]]]:
         """``function(...)`` and ``anything.function(...)`` outside ``function``'s own body, each
-        with the class the call is written in."""
+        with the class the call is written in and the function it is written in."""
         if self._call_index is None:
-            index: Dict[str, List[Tuple[ast.Call, Optional[str]]]] = {}
-            stack: List[Tuple[ast.AST, Optional[str], Optional[str]]] = [(self._tree, None, None)]  # type: ignore[list-item]
+            index: Dict[str, List[Tuple[ast.Call, Optional[str], Optional[ast.AST]]]] = {}
+            stack: List[Tuple[ast.AST, Optional[ast.AST], Optional[str]]] = [(self._tree, None, None)]  # type: ignore[list-item]
             while stack:
                 node, inside, in_class = stack.pop()
                 if isinstance(node, _FUNCTIONS):
-                    inside = node.name
+                    inside = node
                 elif isinstance(node, ast.ClassDef):
                     in_class = node.name
                 elif isinstance(node, ast.Call):
                     name = _called_name(node.func)
-                    if name and name != inside:
-                        index.setdefault(name, []).append((node, in_class))
+                    if name and (inside is None or name != inside.name):  # type: ignore[attr-defined]
+                        index.setdefault(name, []).append((node, in_class, inside))
                 stack.extend((child, inside, in_class) for child in ast.iter_child_nodes(node))
             self._call_index = index
         return self._call_index.get(function, [])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
@@ -18,7 +19,7 @@ from libcst.metadata import (
 from libcst.metadata.scope_provider import Scope
 
 from ..model import Location
-from ..program import ModuleFacts, Program, Value
+from ..program import DEFAULT, UNREAD, ModuleFacts, Program, Value
 from ..settings import Settings
 from ..summaries import Summaries, key_of
 from ..syntax import call_args, children, dotted_name, walk
@@ -489,6 +490,25 @@ class ModuleContext:
         keyword, at its position, or through ``*args``/``**kwargs``)."""
         key = self._parameter_key(param)
         if key is None or self.parameter_values(param) is not None:
+            return False
+        return not self.program.passed_elsewhere(key[0], key[1], key[2])
+
+    def parameter_as_shipped(self, param: cst.Param) -> bool:
+        """The parameter holds its default wherever the package calls the function: no call here
+        or elsewhere passes it, or every call here passes the default's own value or leaves it
+        out (also by handing on a parameter of its own with that default, which nobody passes),
+        and no call in another module passes it."""
+        if self.parameter_unset(param):
+            return True
+        key = self._parameter_key(param)
+        values = self.parameter_values(param)
+        if key is None or not values or param.default is None:
+            return False
+        try:
+            default = ast.literal_eval(self.code(param.default))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return False
+        if any(v is not DEFAULT and (v is UNREAD or v != default or type(v) is not type(default)) for v in values):
             return False
         return not self.program.passed_elsewhere(key[0], key[1], key[2])
 

@@ -9,6 +9,8 @@ through simple local assignments and module constants; anything else is
 
 from __future__ import annotations
 
+import ast
+
 import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
@@ -320,6 +322,25 @@ def _shape_of_name(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
     return _loop_invariant(expr, env)
 
 
+def _unless_none(expr: cst.Name, bindings: List[Binding], env: DelayEnv) -> List[Binding]:
+    """``def download(..., num_max_attempts=1)`` then ``if num_max_attempts is None:
+    num_max_attempts = 3``: with a default that is not None, the replacement never runs, and the
+    parameter's default is the value as shipped."""
+    params = [b for b in bindings if b.kind == "param"]
+    if len(params) != 1 or params[0].value is None or dotted_name(params[0].value) == "None":
+        return bindings
+    for binding in bindings:
+        if binding.kind == "param":
+            continue
+        guard = next((a for a in env.ctx.ancestors(binding.node) if isinstance(a, cst.If)), None)
+        test = guard.test if guard is not None else None
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, cst.Is)
+                and dotted_name(test.left) == expr.value and dotted_name(test.comparisons[0].comparator) == "None"):
+            return bindings
+    return params
+
+
 def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
     """A value the loop does not change: constant, maybe of unknown value."""
     if isinstance(expr, cst.Name):
@@ -337,8 +358,10 @@ def _loop_invariant(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
             if constant is not None:
                 inner = _sub(constant, env)
                 return inner if inner.kind == "const" else CONST_UNKNOWN
+        if env.defaults and len(bindings) > 1:
+            bindings = _unless_none(expr, bindings, env)
         if env.defaults and len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].value is not None \
-                and env.ctx.parameter_unset(bindings[0].node):  # type: ignore[arg-type]
+                and env.ctx.parameter_as_shipped(bindings[0].node):  # type: ignore[arg-type]
             inner = _sub(bindings[0].value, env)
             return inner if inner.kind == "const" else CONST_UNKNOWN
         if env.callers and len(bindings) == 1 and bindings[0].kind == "param":
@@ -1067,10 +1090,16 @@ def parameter_value(use: cst.Name, binding: Binding, ctx: ModuleContext) -> Opti
     values = ctx.parameter_values(binding.node)  # type: ignore[arg-type]
     if not values or UNREAD in values:
         return None
-    distinct = {repr(v) if v is not DEFAULT else "default" for v in values}
+    default = "default"
+    if binding.value is not None:
+        try:  # a caller that passes the default's own value (or hands on a parameter defaulting to it) agrees
+            default = repr(ast.literal_eval(ctx.code(binding.value)))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            pass
+    distinct = {repr(v) if v is not DEFAULT else default for v in values}
     if len(distinct) != 1:
         return None
-    if values[0] is DEFAULT:
+    if all(v is DEFAULT for v in values) or values[0] is DEFAULT:
         if binding.value is None:
             return None  # a required parameter
         return binding.value

@@ -2270,3 +2270,35 @@ def test_a_bound_whose_exit_follows_the_try(flavour):
     assert "at most 4 attempts" in bounded.findings[0].message
     unbounded = source.replace("{after}", "else:\n" + " " * 20 + "break")  # success leaves, failures go round
     assert "RTY101" in _codes(unbounded, flavour)
+
+
+GCS_DOWNLOAD = """
+    class GCSHook:
+        {def} download(self, bucket, name, num_max_attempts=1):
+            if num_max_attempts is None:
+                num_max_attempts = 3
+            for attempt in range(num_max_attempts):
+                if attempt:
+                    {sleep}(2 ** attempt)
+                try:
+                    return {aw}self.get_conn().bucket(bucket).blob(name).download_as_bytes()
+                except GoogleCloudError:
+                    if attempt == num_max_attempts - 1:
+                        raise
+
+        {def} download_as_byte_array(self, bucket, name, num_max_attempts={wrapper_default}):
+            return {aw}self.download(bucket, name, num_max_attempts=num_max_attempts)
+
+        {def} provide_file(self, bucket, name):
+            return {aw}self.download(bucket, name)
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_default_handed_on_by_a_wrapper_is_the_default_as_shipped(flavour):
+    """airflow's ``GCSHook.download(num_max_attempts=1)``: ``if num_max_attempts is None: 3``
+    never runs with that default, one caller leaves it out and the other hands on its own
+    parameter defaulting to 1, which nobody passes: one attempt as shipped. A wrapper defaulting
+    to 3 turns the retry on, and its doubling without jitter is judged."""
+    assert _codes(GCS_DOWNLOAD.replace("{wrapper_default}", "1"), flavour) == []
+    assert "RTY203" in _codes(GCS_DOWNLOAD.replace("{wrapper_default}", "3"), flavour)
