@@ -424,6 +424,18 @@ def _simulate(condition: Callable[[float], bool], counter: CounterInfo, guard_li
     return UNKNOWN
 
 
+def _budget(side: cst.BaseExpression, env: GuardEnv) -> Num:
+    """``timeout - (time.time() - start)`` (or a name bound to it once) → ``timeout``'s value."""
+    value: Optional[cst.BaseExpression] = side
+    if isinstance(side, cst.Name):
+        bound = [b.value for b in env.ctx.bindings(side) if b.value is not None]
+        value = bound[0] if len(bound) == 1 else None
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract) \
+            and not mentions_time(value.left, env.ctx):
+        return _const(value.left, env)
+    return UNKNOWN
+
+
 def _deadline_value(test: cst.BaseExpression, env: GuardEnv) -> Num:
     """``time.monotonic() - start > 30`` → 30; ``time.monotonic() < deadline`` with
     ``deadline = time.monotonic() + 30`` → 30; anything else is unknown."""
@@ -433,6 +445,10 @@ def _deadline_value(test: cst.BaseExpression, env: GuardEnv) -> Num:
     for side in sides:
         if not mentions_time(side, env.ctx):
             value = _const(side, env)
+            if known(value) and float(value) <= 0:  # type: ignore[arg-type]
+                # ``remaining = timeout - (now - start); if remaining <= 0``: the budget is the
+                # deadline, not the zero it is compared with
+                return _budget(sides[1] if side is sides[0] else sides[0], env)
             if known(value):
                 return value
             if isinstance(side, (cst.Name, cst.Attribute)):

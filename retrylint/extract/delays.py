@@ -386,6 +386,12 @@ def _written_in_loop(name: str, expr: cst.BaseExpression, writes: List[Binding],
     target = name
     recurrences = [w for w in writes if w.value is not None and _mentions(w.value, target) or w.kind == "augassign"]
     plain = [w for w in writes if w not in recurrences]
+    # The same step written once per retry path (pymilvus: ``back_off = min(back_off * m, cap)``
+    # in two handlers) is one recurrence.
+    seen_steps: Dict[str, Binding] = {}
+    for write in recurrences:
+        seen_steps.setdefault(env.ctx.code(write.node), write)
+    recurrences = list(seen_steps.values())
     if not recurrences:
         # ``actual_sleep = retry_after`` in one branch, the backoff in the other: the
         # server-chosen branch does not make the schedule.

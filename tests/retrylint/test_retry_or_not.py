@@ -2302,3 +2302,44 @@ def test_a_default_handed_on_by_a_wrapper_is_the_default_as_shipped(flavour):
     to 3 turns the retry on, and its doubling without jitter is judged."""
     assert _codes(GCS_DOWNLOAD.replace("{wrapper_default}", "1"), flavour) == []
     assert "RTY203" in _codes(GCS_DOWNLOAD.replace("{wrapper_default}", "3"), flavour)
+
+
+RPC_FAILURE = """
+    def retry_on_rpc_failure(retry_timeout=10, initial_back_off=0.01, max_back_off=60, back_off_multiplier=3):
+        def wrapper(func):
+            {def} handler(*args, **kwargs):
+                back_off = initial_back_off
+                start_time = time.time()
+                while True:
+                    try:
+                        remaining = retry_timeout - (time.time() - start_time)
+                        if remaining <= 0:
+                            raise MilvusException(message="Retry timeout")
+                        return {aw}func(*args, **kwargs)
+                    except RpcError as e:
+                        {sleep}(back_off)
+                        back_off = min(back_off * back_off_multiplier, max_back_off)
+                    except MilvusException as e:
+                        if e.code != RATE_LIMIT:
+                            raise
+                        {sleep}(back_off)
+                        back_off = {second_step}
+            return handler
+        return wrapper
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_one_step_written_on_two_paths_and_a_remaining_time_deadline(flavour):
+    """pymilvus's ``retry_on_rpc_failure``: ``back_off = min(back_off * m, cap)`` written once in
+    each handler is one exponential schedule (RTY203: no jitter), and ``remaining = timeout -
+    elapsed; if remaining <= 0: raise`` is a deadline of ``timeout``, not of 0 s. Two different
+    steps leave the schedule unknown."""
+    same = _report(RPC_FAILURE.replace("{second_step}", "min(back_off * back_off_multiplier, max_back_off)"), flavour)
+    assert [f.code for f in same.findings] == ["RTY203"]
+    source = "import asyncio, time, random, errno, os, socket\n" + textwrap.dedent(
+        RPC_FAILURE.replace("{second_step}", "back_off * back_off_multiplier")).format(**flavour)
+    (policy,) = check_source(source, "case.py", settings_with(CODES), want_policies=True).policies
+    assert policy.bound.deadline is not None and policy.bound.deadline != 0  # the budget, never 0 s
+    different = _codes(RPC_FAILURE.replace("{second_step}", "back_off + 1"), flavour)
+    assert "RTY203" not in different
