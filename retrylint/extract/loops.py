@@ -104,8 +104,11 @@ _REPORTING = re.compile(
     re.I,
 )
 _BUILTIN_LOOKS = frozenset({"getattr", "hasattr", "type", "isinstance", "cast", "issubclass", "str", "repr", "format", "len", "id", "vars", "dict", "list", "tuple", "bool", "int", "float"})
-#: Predicates about a failure: they answer, they do not sleep.
-_PREDICATE = re.compile(r"^_*(is|has|can|should|was|needs?)_|(error|expired|retriable|retryable|transient|permanent|fatal)", re.I)
+#: Predicates about a failure or the time left (``_within_time_limit(start)``): they answer, they do not sleep.
+_PREDICATE = re.compile(
+    r"^_*(is|has|can|should|was|needs?|within)_|(error|expired|retriable|retryable|transient|permanent|fatal|time_?limit|deadline)",
+    re.I,
+)
 _TIMEOUT_CONTEXTS = frozenset(
     {
         "async_timeout.timeout",

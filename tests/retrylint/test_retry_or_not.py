@@ -2343,3 +2343,26 @@ def test_one_step_written_on_two_paths_and_a_remaining_time_deadline(flavour):
     assert policy.bound.deadline is not None and policy.bound.deadline != 0  # the budget, never 0 s
     different = _codes(RPC_FAILURE.replace("{second_step}", "back_off + 1"), flavour)
     assert "RTY203" not in different
+
+
+COMMIT_LOOP = """
+    class Session:
+        {def} commit_with_retry(self, start_time):
+            while True:
+                try:
+                    {aw}self.commit_transaction()
+                except PyMongoError as exc:
+                    if exc.has_error_label("UnknownTransactionCommitResult") and {check}(start_time):
+                        continue
+                    raise
+                return
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_time_limit_check_in_the_retry_test_waits_for_nothing(flavour):
+    """motor's ``with_transaction`` commit loop: ``_within_time_limit(start_time)`` answers
+    whether time is left (a deadline); it does not sleep, so the commit is retried at once
+    (RTY201). A policy object's ``handle_retry(...)`` in the same place may sleep: unknown."""
+    assert "RTY201" in _codes(COMMIT_LOOP.replace("{check}", "_within_time_limit"), flavour)
+    assert "RTY201" not in _codes(COMMIT_LOOP.replace("{check}", "self._retry_policy.handle_retry"), flavour)
