@@ -923,6 +923,13 @@ def _success_exit(
             continue
         if guard is None or is_success_test(guard.test, positive, ctx, result_names):
             return True
+        if isinstance(exit_node, cst.Return) and exit_node.value is not None \
+                and any(isinstance(n, cst.Call) for n in walk(exit_node.value, skip=DEFERRED)) \
+                and not set(_names(guard.test)) & result_names:
+            # ``if self.workflow_run_id is not None: return self.client.Subscribe(...)`` (hatchet):
+            # the test chooses which call to make, from what the loop does not change, and the
+            # attempt returns that call's result
+            return True
     if isinstance(loop, cst.While):
         # ``while not done`` / ``while result is None``: the attempt itself sets the flag
         # (not the timeout of ``while not stop.wait(timeout=refresh_time)``).

@@ -2366,3 +2366,33 @@ def test_a_time_limit_check_in_the_retry_test_waits_for_nothing(flavour):
     (RTY201). A policy object's ``handle_retry(...)`` in the same place may sleep: unknown."""
     assert "RTY201" in _codes(COMMIT_LOOP.replace("{check}", "_within_time_limit"), flavour)
     assert "RTY201" not in _codes(COMMIT_LOOP.replace("{check}", "self._retry_policy.handle_retry"), flavour)
+
+
+SUBSCRIBE = """
+    class RunEventListener:
+        {def} retry_subscribe(self):
+            retries = 0
+            while retries < 5:
+                try:
+                    if retries > 0:
+                        {sleep}(5)
+                    if self.workflow_run_id is not None:
+                        return {aw}self.client.Subscribe(run_id=self.workflow_run_id)
+                    if self.additional_meta is not None:
+                        return {aw}self.client.Subscribe(meta=self.additional_meta)
+                    raise Exception("no listener method provided")
+                except grpc.RpcError as e:
+                    if e.code() == grpc.StatusCode.UNAVAILABLE:
+                        retries = retries + 1
+                    else:
+                        raise ValueError("gRPC error") from e
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_an_attempt_that_returns_the_call_its_configuration_chose(flavour):
+    """hatchet's ``retry_subscribe``: each ``if`` picks the request from settings the loop does
+    not change and returns the call's result: that is the attempt's success, so the loop is a
+    retry of UNAVAILABLE, every 5 s (RTY202). A ``return`` guarded by a stop flag returns no
+    call's result and says nothing about success."""
+    assert _codes(SUBSCRIBE, flavour) == ["RTY202"]
