@@ -8,7 +8,7 @@ something (a tree, a list of hosts) and is not a retry.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -19,6 +19,7 @@ from ..syntax import (
     call_args,
     dotted_name,
     if_branches,
+    last_name,
     number,
     outcomes,
     statements,
@@ -208,6 +209,12 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         return None  # ``if e.error_code == "PARTIAL_DELETE": self.rm(path)``: call again to finish
     if isinstance(failure, cst.ExceptHandler) and _changes_passed_input(failure, call, func, roles, ctx):
         return None  # ``kwargs[kwarg] = sanitized`` then ``wrapper(*args, **kwargs)``: a repaired request
+    if isinstance(failure, cst.ExceptHandler) and _changes_read_state(failure, call, ctx):
+        return None  # ``remaining.append(value)`` then ``run_command()``: the attempt reads it, another input
+    if isinstance(failure, cst.ExceptHandler) and _restarts_a_worker(failure, call, ctx):
+        return None  # ``create_task(self._writer_loop())`` after a worker loop failed: a supervisor
+    if isinstance(failure, cst.ExceptHandler) and _asks_before(failure, ctx):
+        return None  # together's CLI: prompt for the missing argument, then run the command again
     counters = _counters(func, call, roles, ctx)
     for name in counters:
         if roles.get(name) == "pass":
@@ -454,6 +461,58 @@ def _changes_passed_input(
             if isinstance(target, cst.Name) and target.value in passed:
                 return True
     return False
+
+
+def _changes_read_state(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> bool:
+    """The handler changes a name that is no parameter but that the attempt hands to its calls
+    (a closure's ``remaining`` list read by ``app.parse_known_args(remaining)``) before calling
+    itself: the next call reads another input."""
+    attempt = ctx.parent(handler)
+    if not isinstance(attempt, cst.Try):
+        return False
+    read: Set[str] = set()
+    for node in walk(attempt.body, skip=DEFERRED):
+        if isinstance(node, cst.Call):
+            for arg in node.args:
+                read.update(n for n in _names(arg.value) if n and "." not in n and not bookkeeping(n))
+    call_line = ctx.location(call).line
+    for node in walk(handler.body, skip=DEFERRED):
+        if ctx.location(node).line >= call_line:
+            continue
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MUTATORS:
+            if dotted_name(node.func.value) in read:
+                return True
+        elif isinstance(node, (cst.AugAssign, cst.Assign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(dotted_name(t) in read for t in targets):
+                return True
+    return False
+
+
+#: Calls that start a coroutine or a thread in the background instead of awaiting it.
+_SCHEDULERS = frozenset({"create_task", "ensure_future", "run_coroutine_threadsafe", "start_soon", "spawn", "Thread"})
+
+
+def _restarts_a_worker(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> bool:
+    """The attempt is itself a worker loop (``while not self._closed: …``, or ``while True``)
+    and the failure path starts a fresh copy of it in the background
+    (``self._writer_task = asyncio.create_task(self._writer_loop())``): a supervisor restarting
+    a task, not a retry of one operation."""
+    attempt = ctx.parent(handler)
+    if not isinstance(attempt, cst.Try):
+        return False
+    body = statements(attempt.body)
+    if not any(isinstance(s, cst.While) for s in body):
+        return False
+    parent = ctx.parent(ctx.parent(call))  # Call -> Arg -> Call
+    return isinstance(parent, cst.Call) and last_name(parent.func) in _SCHEDULERS
+
+
+def _asks_before(handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:
+    """The handler asks a person (``prompt.prompt(name)``, ``input()``) before calling again."""
+    from .loops import _prompts  # the loop extractor's test for re-prompts, applied to the handler
+
+    return _prompts(handler, ctx)
 
 
 def _tunes_the_attempt(target: cst.BaseExpression) -> bool:

@@ -2396,3 +2396,47 @@ def test_an_attempt_that_returns_the_call_its_configuration_chose(flavour):
     retry of UNAVAILABLE, every 5 s (RTY202). A ``return`` guarded by a stop flag returns no
     call's result and says nothing about success."""
     assert _codes(SUBSCRIBE, flavour) == ["RTY202"]
+
+
+RUN_COMMAND = """
+    def main(app, remaining, ask):
+        async def run_command():
+            try:
+                command, bound = app.parse_known_args(remaining)
+                await command(*bound.args)
+            except MissingArgumentError as e:
+                {repair}
+                await run_command()
+        return run_command
+"""
+
+
+def test_a_recursion_that_changes_what_its_attempt_reads_or_asks_a_person():
+    """together's CLI ``run_command``: on a missing argument it appends the value to the
+    ``remaining`` list that ``parse_known_args(remaining)`` reads, then runs again (another
+    input), or asks for it first (a re-prompt). Its twin runs the same command again at once,
+    for ever."""
+    assert _codes(RUN_COMMAND.replace("{repair}", "remaining.append(e.argument.name)"), SYNC) == []
+    assert _codes(RUN_COMMAND.replace("{repair}", "value = await prompt.prompt(e.argument.name)"), SYNC) == []
+    assert "RTY103" in _codes(RUN_COMMAND.replace("{repair}", "log.warning(e)"), SYNC)
+
+
+WRITER_LOOP = """
+    class Session:
+        async def _writer_loop(self):
+            try:
+                {attempt}
+            except Exception as exc:
+                if not self._closed:
+                    self._schedule_reconnect(str(exc))
+                    self._writer_task = asyncio.create_task(self._writer_loop())
+"""
+
+
+def test_a_worker_loop_that_restarts_itself_in_the_background_is_a_supervisor():
+    """together's realtime ``_writer_loop``: the attempt is itself the writer's loop (``while
+    not self._closed: …``), and a failure starts a fresh copy as a task: a supervisor restarting
+    a worker. A single send restarted that way is a retry of the send."""
+    worker = "while not self._closed:\n                    await self._drain()"
+    assert _codes(WRITER_LOOP.replace("{attempt}", worker), SYNC) == []
+    assert "RTY103" in _codes(WRITER_LOOP.replace("{attempt}", "await self._connection.send(self._next_chunk)"), SYNC)
