@@ -76,7 +76,8 @@ from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import CLOCK_READS, LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
 from .same_operation import (
     AttemptReads, alternative_input, asks_for_a_repair, bookkeeping, changed_on_path, creates_missing, populates_missing,
-    hands_failure_to_input_source, positioned_by_item, records_each_failure, renews_credentials, told_by_failure,
+    hands_failure_to_input_source, marks_receiver_dead, positioned_by_item, records_each_failure, renews_credentials,
+    told_by_failure,
 )
 from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
 
@@ -710,6 +711,7 @@ def _same_operation_again(
         and not (FALL in _handler_outcomes(h, ctx) and _empty_result_leaves(analysis, loop, ctx))
         and told_by_failure(h.variable, regions_of[id(h.node)], reads) is None
         and not records_each_failure(h.variable, regions_of[id(h.node)])
+        and not marks_receiver_dead(regions_of[id(h.node)], reads)
         and not hands_failure_to_input_source(h.variable, regions_of[id(h.node)], reads)
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis

@@ -147,6 +147,22 @@ class AttemptReads:
         return seen
 
 
+#: Calls that take a host or connection out of rotation: ``self.mark_dead(connection)``.
+_MARKS_DEAD = re.compile(r"^_*(mark_?(as_?)?(dead|down|failed|bad|unhealthy|unavailable)|blacklist|ban|quarantine|evict)", re.I)
+
+
+def marks_receiver_dead(regions: Sequence[cst.CSTNode], reads: "AttemptReads") -> bool:
+    """The failure path takes what the operation was called on out of rotation
+    (opensearch-py: ``self.mark_dead(connection)``, then ``connection = self.get_connection()``
+    on the next pass): the next attempt goes to another host, a failover."""
+    for region in regions:
+        for node in walk(region, skip=DEFERRED):
+            if isinstance(node, cst.Call) and _MARKS_DEAD.match(last_name(node.func) or ""):
+                if any(_matches(n, reads.receivers) for arg in node.args for n in _names(arg.value) if n):
+                    return True
+    return False
+
+
 def _effect_calls(attempt: cst.CSTNode) -> List[cst.Call]:
     """``sock.bind(addr)`` / ``await conn.send(msg)`` as statements of the attempt."""
     found = []

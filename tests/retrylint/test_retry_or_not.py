@@ -2440,3 +2440,27 @@ def test_a_worker_loop_that_restarts_itself_in_the_background_is_a_supervisor():
     worker = "while not self._closed:\n                    await self._drain()"
     assert _codes(WRITER_LOOP.replace("{attempt}", worker), SYNC) == []
     assert "RTY103" in _codes(WRITER_LOOP.replace("{attempt}", "await self._connection.send(self._next_chunk)"), SYNC)
+
+
+TRANSPORT = """
+    class Transport:
+        {def} perform_request(self, method, url):
+            for attempt in range(self.max_retries + 1):
+                connection = self.get_connection()
+                try:
+                    return {aw}connection.perform_request(method, url)
+                except ConnectionError as e:
+                    {failure_path}
+                    if attempt == self.max_retries:
+                        raise e
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_failure_path_that_takes_the_connection_out_of_rotation_fails_over(flavour):
+    """opensearch-py's ``Transport.perform_request``: ``self.mark_dead(connection)`` takes the
+    failed connection out of the pool, and the next pass's ``get_connection()`` gives another
+    host (a failover, not a resend to the same one). Logging the failure instead resends at
+    once."""
+    assert _codes(TRANSPORT.replace("{failure_path}", "self.mark_dead(connection)"), flavour) == []
+    assert "RTY201" in _codes(TRANSPORT.replace("{failure_path}", "self.log(e)"), flavour)
