@@ -2442,7 +2442,7 @@ def test_a_worker_loop_that_restarts_itself_in_the_background_is_a_supervisor():
     assert "RTY103" in _codes(WRITER_LOOP.replace("{attempt}", "await self._connection.send(self._next_chunk)"), SYNC)
 
 
-TRANSPORT = """
+FAILOVER_TRANSPORT = """
     class Transport:
         {def} perform_request(self, method, url):
             for attempt in range(self.max_retries + 1):
@@ -2462,5 +2462,5 @@ def test_a_failure_path_that_takes_the_connection_out_of_rotation_fails_over(fla
     failed connection out of the pool, and the next pass's ``get_connection()`` gives another
     host (a failover, not a resend to the same one). Logging the failure instead resends at
     once."""
-    assert _codes(TRANSPORT.replace("{failure_path}", "self.mark_dead(connection)"), flavour) == []
-    assert "RTY201" in _codes(TRANSPORT.replace("{failure_path}", "self.log(e)"), flavour)
+    assert _codes(FAILOVER_TRANSPORT.replace("{failure_path}", "self.mark_dead(connection)"), flavour) == []
+    assert "RTY201" in _codes(FAILOVER_TRANSPORT.replace("{failure_path}", "self.log(e)"), flavour)
