@@ -264,15 +264,7 @@ def _always_raises(body: Sequence[ast.stmt], owner: Optional[str], raisers: set)
 
 def _may_leave(statement: ast.stmt, owner: Optional[str], raisers: set) -> bool:
     """A ``return`` inside (not in a nested function): the helper may return instead."""
-    stack = list(ast.iter_child_nodes(statement))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _FUNCTIONS + (ast.Lambda, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Return):
-            return True
-        stack.extend(ast.iter_child_nodes(node))
-    return False
+    return any(isinstance(node, ast.Return) for node in _own_nodes(statement))
 
 
 def _try_star() -> tuple:

@@ -24,6 +24,9 @@ from ..settings import Settings
 from ..summaries import Summaries, key_of
 from ..syntax import call_args, children, dotted_name, walk
 
+#: :meth:`ModuleContext.literal` of an expression that writes no literal.
+NO_LITERAL = object()
+
 
 #: Libraries vendored inside another package (``pip._vendor.urllib3``, ``botocore.vendored.requests``).
 _VENDORED = re.compile(r"^[\w.]*?\.(?:_vendor|vendored|_vendored|vendor|_vendored_packages)\.(.+)$")
@@ -502,15 +505,22 @@ class ModuleContext:
             return True
         key = self._parameter_key(param)
         values = self.parameter_values(param)
-        if key is None or not values or param.default is None:
-            return False
-        try:
-            default = ast.literal_eval(self.code(param.default))
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        default = self.literal(param.default)
+        if key is None or not values or default is NO_LITERAL:
             return False
         if any(v is not DEFAULT and (v is UNREAD or v != default or type(v) is not type(default)) for v in values):
             return False
         return not self.program.passed_elsewhere(key[0], key[1], key[2])
+
+    def literal(self, expr: Optional[cst.BaseExpression]) -> object:
+        """The Python value a literal expression writes (``1``, ``0.5``, ``None``, ``(1, 2)``);
+        :data:`NO_LITERAL` for anything else."""
+        if expr is None:
+            return NO_LITERAL
+        try:
+            return ast.literal_eval(self.code(expr))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return NO_LITERAL
 
     def _parameter_key(self, param: cst.Param) -> Optional[Tuple[str, str, Optional[int], bool, Optional[str]]]:
         """(function, parameter, position a caller writes it at or None, is a method) for

@@ -9,8 +9,6 @@ through simple local assignments and module constants; anything else is
 
 from __future__ import annotations
 
-import ast
-
 import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
@@ -29,7 +27,7 @@ from ..model import (
 )
 from ..program import DEFAULT, UNREAD
 from ..syntax import call_args, dotted_name, last_name, number, unwrap_await, walk
-from .context import Binding, ModuleContext
+from .context import NO_LITERAL, Binding, ModuleContext
 from .vocabulary import CLOCK_READS
 
 _RANDOM_FUNCTIONS = {
@@ -1096,12 +1094,9 @@ def parameter_value(use: cst.Name, binding: Binding, ctx: ModuleContext) -> Opti
     values = ctx.parameter_values(binding.node)  # type: ignore[arg-type]
     if not values or UNREAD in values:
         return None
-    default = "default"
-    if binding.value is not None:
-        try:  # a caller that passes the default's own value (or hands on a parameter defaulting to it) agrees
-            default = repr(ast.literal_eval(ctx.code(binding.value)))
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            pass
+    # A caller that passes the default's own value (or hands on a parameter defaulting to it) agrees.
+    literal = ctx.literal(binding.value)
+    default = repr(literal) if literal is not NO_LITERAL else "default"
     distinct = {repr(v) if v is not DEFAULT else default for v in values}
     if len(distinct) != 1:
         return None

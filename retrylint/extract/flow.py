@@ -112,17 +112,26 @@ def guard_exits(node: cst.If, ctx: ModuleContext) -> bool:
             return True
     if any(isinstance(n, cst.Continue) for n in walk(node, skip=DEFERRED + LOOPS)):
         parent = ctx.parent(node)
-        if isinstance(parent, (cst.IndentedBlock,)):
-            members = statements(parent)
-            for index, member in enumerate(members):
-                if member is node:
-                    after = outcomes(members[index + 1 :])
-                    if FALL in after and not after & {CONTINUE}:
-                        # ``except Timeout: if n <= MAX: sleep(2); continue`` then ``break`` after the
-                        # try (dashscope): the handler falls out of the try into the exit
-                        after = (after - {FALL}) | _after_handler(parent, ctx)
-                    return bool(after) and FALL not in after and bool(after & EXITS)
+        after = _outcomes_after(node, ctx)
+        if after is not None:
+            if FALL in after and not after & {CONTINUE}:
+                # ``except Timeout: if n <= MAX: sleep(2); continue`` then ``break`` after the
+                # try (dashscope): the handler falls out of the try into the exit
+                after = (after - {FALL}) | _after_handler(parent, ctx)
+            return bool(after) and FALL not in after and bool(after & EXITS)
     return False
+
+
+def _outcomes_after(node: cst.CSTNode, ctx: ModuleContext) -> Optional[FrozenSet[str]]:
+    """How the statements after ``node`` in its block end; None when its parent is no block."""
+    parent = ctx.parent(node)
+    if not isinstance(parent, cst.IndentedBlock):
+        return None
+    members = statements(parent)
+    for index, member in enumerate(members):
+        if member is node:
+            return outcomes(members[index + 1 :])
+    return None
 
 
 def _after_handler(block: cst.CSTNode, ctx: ModuleContext) -> FrozenSet[str]:
@@ -132,14 +141,8 @@ def _after_handler(block: cst.CSTNode, ctx: ModuleContext) -> FrozenSet[str]:
     attempt = ctx.parent(handler) if isinstance(handler, cst.ExceptHandler) else None
     if not isinstance(attempt, cst.Try) or attempt.finalbody is not None:
         return frozenset({FALL})
-    outer = ctx.parent(attempt)
-    if not isinstance(outer, cst.IndentedBlock):
-        return frozenset({FALL})
-    members = statements(outer)
-    for index, member in enumerate(members):
-        if member is attempt:
-            return outcomes(members[index + 1 :])
-    return frozenset({FALL})
+    after = _outcomes_after(attempt, ctx)
+    return after if after is not None else frozenset({FALL})
 
 
 def body_exits(node: cst.If) -> bool:

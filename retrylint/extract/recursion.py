@@ -8,7 +8,7 @@ something (a tree, a list of hosts) and is not a retry.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -443,24 +443,28 @@ def _changes_passed_input(
             passed.add(arg.value.value)  # ``**kwargs`` / ``*args`` handed on as they are
     if not passed:
         return False
+    for target in _written_before(handler, call_line, ctx):
+        if _tunes_the_attempt(target):
+            continue  # ``kwargs["retries"] = n + 1``, ``request.timeout *= 2``: still the same request
+        while isinstance(target, (cst.Subscript, cst.Attribute)):
+            target = target.value
+        if isinstance(target, cst.Name) and target.value in passed:
+            return True
+    return False
+
+
+def _written_before(handler: cst.ExceptHandler, call_line: int, ctx: ModuleContext) -> Iterator[cst.BaseExpression]:
+    """What the handler assigns, or changes with a mutating method (``items.append(x)``),
+    before the line that calls again."""
     for node in walk(handler.body, skip=DEFERRED):
         if not isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)) or ctx.location(node).line >= call_line:
             continue
-        targets: List[cst.BaseExpression] = []
         if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
+            yield from (t.target for t in node.targets)
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-            targets = [node.target]
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MUTATORS:
-            targets = [node.func.value]
-        for target in targets:
-            if _tunes_the_attempt(target):
-                continue  # ``kwargs["retries"] = n + 1``, ``request.timeout *= 2``: still the same request
-            while isinstance(target, (cst.Subscript, cst.Attribute)):
-                target = target.value
-            if isinstance(target, cst.Name) and target.value in passed:
-                return True
-    return False
+            yield node.target
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in MUTATORS:
+            yield node.func.value
 
 
 def _changes_read_state(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleContext) -> bool:
@@ -475,18 +479,7 @@ def _changes_read_state(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleC
         if isinstance(node, cst.Call):
             for arg in node.args:
                 read.update(n for n in _names(arg.value) if n and "." not in n and not bookkeeping(n))
-    call_line = ctx.location(call).line
-    for node in walk(handler.body, skip=DEFERRED):
-        if ctx.location(node).line >= call_line:
-            continue
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MUTATORS:
-            if dotted_name(node.func.value) in read:
-                return True
-        elif isinstance(node, (cst.AugAssign, cst.Assign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(dotted_name(t) in read for t in targets):
-                return True
-    return False
+    return any(dotted_name(target) in read for target in _written_before(handler, ctx.location(call).line, ctx))
 
 
 #: Calls that start a coroutine or a thread in the background instead of awaiting it.
