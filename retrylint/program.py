@@ -537,11 +537,12 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
     if not any(c.from_parameters or c.off_defaults or c.built for c in facts.classes.values()):
         return
     # One walk that knows the class each call is in (``super().__init__(…)`` below).
-    stack: List[Tuple[ast.AST, Optional[str]]] = [(tree, None)]
+    stack: List[Tuple[ast.AST, Optional[str], Optional[ast.arguments]]] = [(tree, None, None)]
     while stack:
-        node, owner = stack.pop()
+        node, owner, arguments = stack.pop()
         inner = node.name if isinstance(node, ast.ClassDef) else owner
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        inner_arguments = node.args if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else arguments
+        stack.extend((child, inner, inner_arguments) for child in ast.iter_child_nodes(node))
         if not isinstance(node, ast.Call):
             continue
         name = _called_name(node.func)
@@ -554,7 +555,10 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
             targets += [facts.classes[b] for b in (own.bases if own else ()) if b in facts.classes]
         for cls in targets:
             passed = {k.arg for k in node.keywords}
-            everything = None in passed or any(isinstance(a, ast.Starred) for a in node.args)
+            # ``RdsDataApi(arn, **kwargs)`` in ``connect(arn, **kwargs)`` hands on what its own
+            # caller chose: the defaults hold as the package ships them.
+            everything = any(k.arg is None and not _forwarded(k.value, arguments, "kwarg") for k in node.keywords) or any(
+                isinstance(a, ast.Starred) and not _forwarded(a.value, arguments, "vararg") for a in node.args)
             for attribute, parameter in list(cls.from_parameters.items()):
                 index = cls.positions.get(parameter)
                 if everything or parameter in passed or (index is not None and index < len(node.args)):
@@ -569,6 +573,12 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
             for attribute, (_, _, how) in list(cls.off_defaults.items()):
                 if how == "field default" and (everything or attribute in passed or node.args):
                     cls.off_defaults.pop(attribute)  # ``Config(retries=3)``: the caller decides
+
+
+def _forwarded(value: ast.AST, arguments: Optional[ast.arguments], which: str) -> bool:
+    """``**kwargs`` (``*args``) of the enclosing function itself, handed on unchanged."""
+    own = getattr(arguments, which, None) if arguments is not None else None
+    return own is not None and isinstance(value, ast.Name) and value.id == own.arg
 
 
 def _assigned_names(statement: ast.stmt) -> List[str]:

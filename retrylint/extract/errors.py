@@ -80,6 +80,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         bool(names) and all(_not_yet(n) for n in names) or _retries_only_on_errno(handler, ctx)
         or _waits_to_be_listed(handler, names, ctx)
         or bool(names) and all(_CONTROL_SIGNAL.search(n.rsplit(".", 1)[-1]) for n in names)
+        or _checks_until_true(handler.type, names, ctx)
     )
     return Handler(handler, names, catch_all, polling, variable)
 
@@ -105,6 +106,20 @@ def not_yet_name(last: str) -> bool:
     it is a control-flow signal rather than a failure."""
     return last in NOT_YET_NAMES or bool(_NOT_YET_WORDS.search(last)) and not last.startswith(
         "PendingRollback") or bool(_CONTROL_FLOW.search(last))
+
+
+def _checks_until_true(expr: cst.BaseExpression, names: Tuple[str, ...], ctx: ModuleContext) -> bool:
+    """``except AssertionError: sleep(0.1)`` (also as a parameter's default, pykafka's
+    ``retry(assertion_callable, exception_to_retry=AssertionError)``): a failed check means
+    "not true yet", an eventually-style poll of a test, not a retry of a failed operation."""
+    if names and all(n == "AssertionError" for n in names):
+        return True
+    if isinstance(expr, cst.Name):
+        bindings = ctx.bindings(expr)
+        if len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].value is not None:
+            shipped = exception_names(bindings[0].value, ctx)
+            return bool(shipped) and all(n == "AssertionError" for n in shipped)
+    return False
 
 
 def _not_yet(name: str) -> bool:
@@ -178,7 +193,9 @@ def exception_names(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0
         for element in expr.elements:
             out.extend(exception_names(element.value, ctx, depth))
         return tuple(out)
-    qualified = ctx.qualified_names(expr)
+    # ``self.client.exceptions.X`` has no global name: libcst's ``f.<locals>.self.client…`` is
+    # no name a reader knows, the source's spelling is.
+    qualified = frozenset(q for q in ctx.qualified_names(expr) if "<locals>" not in q)
     if isinstance(expr, cst.Name) and depth < 3:
         bindings = [b for b in ctx.bindings(expr) if b.kind in ("assign", "annassign")]
         if len(bindings) == 1 and isinstance(bindings[0].value, (cst.Tuple, cst.List)):

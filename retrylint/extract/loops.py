@@ -1570,7 +1570,7 @@ def _delay(
                 timeouts.append(False)
                 other = "some attempts" if some_attempts else "other cases"
                 owners.append(tuple(f"{n} ({other})" for n in (handler.names or ("everything",))))
-    if status is not None:
+    if status is not None and not _status_raises_into_handler(status, retry_trys, ctx):
         excluded = list(status.success_branches)
         paths.append([s for s in usable if not any(ctx.is_inside(s.call, b) for b in excluded)
                       and not any(ctx.is_inside(s.call, h.node) for t in retry_trys for h in t.handlers)])
@@ -1599,6 +1599,22 @@ def _delay(
         anchor = sleep.call if sleep is not None and len(sleeps_used) == 1 else None
         return replace(first, honours_retry_after=honours), where, (), anchor
     return Delay(DelayKind.UNKNOWN, text=first.text), None, tuple(dict.fromkeys(immediate)), None
+
+
+def _status_raises_into_handler(status: StatusSite, retry_trys: List[TryAnalysis], ctx: ModuleContext) -> bool:
+    """``try: … if resp.status_code > 400: resp.raise_for_status() … except Exception:
+    sleep(delay)``: every retried status raises into a retrying handler, so the statuses wait
+    as that handler does; they are no way round of their own."""
+    if not status.retried:
+        return False
+    if not any(t.retrying and any(s is status.test or ctx.is_inside(status.test, s) for s in statements(t.node.body))
+               for t in retry_trys):
+        return False
+    for code in sorted(status.retried):
+        branch = status_branch(status.test, code, ctx)
+        if branch is None or status_outcomes(branch, code, ctx) != frozenset({RAISE}):
+            return False
+    return True
 
 
 #: Methods that move a schedule on: ``attempt.update_delay(now)``, ``backoff.next()``.

@@ -160,7 +160,24 @@ def marks_receiver_dead(regions: Sequence[cst.CSTNode], reads: "AttemptReads") -
             if isinstance(node, cst.Call) and _MARKS_DEAD.match(last_name(node.func) or ""):
                 if any(_matches(n, reads.receivers) for arg in node.args for n in _names(arg.value) if n):
                     return True
+            # ``except Empty: self.pop(key)`` where the attempt was ``self[key].take()``
+            # (celery's LRU buffers): the failed candidate leaves the pool, the next pass takes
+            # another one. Removing a request's own input (``inflight.pop(request_id)``) is not it.
+            removed = _removed_keys(node)
+            if removed and all(_matches(n, reads.receivers) and not _matches(n, reads.inputs)
+                               and n not in ("self", "cls") for n in removed):
+                return True
     return False
+
+
+def _removed_keys(node: cst.CSTNode) -> List[str]:
+    """The names ``pool.pop(key)`` / ``pool.remove(key)`` / ``del pool[key]`` take out."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value in ("pop", "remove", "discard") and len(node.args) == 1:
+        return [n for n in _names(node.args[0].value) if n]
+    if isinstance(node, cst.Del) and isinstance(node.target, cst.Subscript):
+        return [n for e in node.target.slice if isinstance(e.slice, cst.Index) for n in _names(e.slice.value) if n]
+    return []
 
 
 def _effect_calls(attempt: cst.CSTNode) -> List[cst.Call]:

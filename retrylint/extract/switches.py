@@ -10,12 +10,13 @@ value we cannot read is taken to be on.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
 
 from ..program import DEFAULT
-from ..syntax import literal_truth
+from ..syntax import dotted_name, literal_truth
 from .context import ModuleContext
 
 
@@ -25,12 +26,30 @@ def truth_by_default(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[b
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = truth_by_default(test.expression, ctx)
         return None if inner is None else not inner
+    if _testing_flag(test):
+        return False
     if isinstance(test, cst.Attribute):
         found = ctx.outside_value(test)
         return literal_truth(found) if found is not None else None
     if isinstance(test, cst.Name):
         return _parameter_default(test, ctx)
     return None
+
+
+#: A flag that says "running under the test suite" (mlflow's ``_MLFLOW_TESTING.get()``,
+#: ``settings.TESTING``, ``is_testing()``): off wherever the package really runs.
+_TESTING_FLAG = re.compile(r"(^|[._])(is_|in_|under_)?(testing|test_mode|tests?_running)$", re.I)
+
+
+def _testing_flag(test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.Call) and not test.args:
+        func = test.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "get":
+            test = func.value  # ``FLAG.get()`` reads the flag
+        else:
+            test = func  # ``is_testing()``
+    name = dotted_name(test)
+    return bool(name) and bool(_TESTING_FLAG.search(name))
 
 
 def _parameter_default(name: cst.Name, ctx: ModuleContext) -> Optional[bool]:

@@ -71,3 +71,17 @@ def test_quiet_explain_prints_the_sites_only(run, tmp_path, monkeypatch, capsys)
     with pytest.raises(SystemExit):
         run("explain", "-h")
     assert 'no "no retry site found"' in " ".join(capsys.readouterr().out.split())
+
+
+def test_an_exception_reached_through_self_is_named_as_written(run, tmp_path, monkeypatch):
+    """``except self.client.exceptions.BadRequestException`` (boto3's modeled errors, awswrangler):
+    named as the source spells it, never libcst's ``f.<locals>.self.client…``."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "api.py").write_text(
+        "import time\n\nclass Api:\n    def run(self, sql):\n        for _ in range(5):\n            try:\n"
+        "                return self.client.execute(sql)\n"
+        "            except self.client.exceptions.BadRequestException:\n                time.sleep(1)\n"
+    )
+    code, out, _ = run("explain", "api.py")
+    assert "retries on:  self.client.exceptions.BadRequestException" in out
+    assert "<locals>" not in out

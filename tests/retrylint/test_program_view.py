@@ -124,6 +124,16 @@ def test_a_settings_object_a_caller_fills_stays_unknown():
     assert "RTY202" not in codes  # the factor is the caller's: no longer known to be 1
 
 
+def test_a_wrapper_handing_on_its_own_kwargs_keeps_the_defaults_as_shipped():
+    # awswrangler's ``connect(resource_arn, **kwargs)`` returns ``RdsDataApi(resource_arn,
+    # **kwargs)``: whatever its own caller passes; with nothing passed, the 1.0 default holds.
+    wrapper = "\ndef connect(url, **kwargs):\n    return Api(url, **kwargs)\n"
+    assert "RTY202" in [f.code for f in _findings(WAITER.replace("BACKOFF", "1.0") + wrapper)]
+    # Keyword arguments it builds itself (not its own ``**kwargs``) may set the factor.
+    built = "\ndef connect(url, options):\n    return Api(url, **options)\n"
+    assert "RTY202" not in [f.code for f in _findings(WAITER.replace("BACKOFF", "1.0") + built)]
+
+
 FETCHER = """
 class Fetcher:
     def __init__(self, num_attempts=1):

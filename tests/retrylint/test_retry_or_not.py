@@ -2464,3 +2464,98 @@ def test_a_failure_path_that_takes_the_connection_out_of_rotation_fails_over(fla
     once."""
     assert _codes(FAILOVER_TRANSPORT.replace("{failure_path}", "self.mark_dead(connection)"), flavour) == []
     assert "RTY201" in _codes(FAILOVER_TRANSPORT.replace("{failure_path}", "self.log(e)"), flavour)
+
+
+EVENTUALLY = """
+    {def} retry(check, retry_time=10, wait_between_tries=0.1, exception_to_retry=CAUGHT):
+        start = time.monotonic()
+        while True:
+            try:
+                return {aw}check()
+            except exception_to_retry as e:
+                if time.monotonic() - start >= retry_time:
+                    raise e
+                {sleep}(wait_between_tries)
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_failed_assertion_checked_again_is_an_eventually_poll(flavour):
+    """pykafka's ``test/utils.retry(assertion_callable, exception_to_retry=AssertionError)``:
+    a failed check means "not true yet", a test waiting for a state. The same loop on a
+    connection error resends a failed operation at a fixed interval."""
+    assert _codes(EVENTUALLY.replace("CAUGHT", "AssertionError"), flavour) == []
+    assert "RTY202" in _codes(EVENTUALLY.replace("CAUGHT", "ConnectionError"), flavour)
+
+
+TESTING_ONLY = """
+    _TESTING = _BooleanEnvironmentVariable("MLFLOW_TESTING", False)
+
+    {def} commit_hash(api, repo):
+        for i in range(7):
+            try:
+                return {aw}api.model_info(repo)
+            except HfHubHTTPError as e:
+                {guard}
+                if e.response.status_code == 429:
+                    {sleep}(2 ** i)
+                    continue
+                raise
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_retry_taken_only_under_the_test_suite_is_off_as_shipped(flavour):
+    """mlflow's ``_fetch_commit_hash``: ``if not _MLFLOW_TESTING.get(): raise`` first, so the
+    429 retry runs only in mlflow's own tests. Behind another flag it is a retry."""
+    assert _codes(TESTING_ONLY.replace("{guard}", "if not _TESTING.get():\n                    raise"), flavour) == []
+    assert "RTY203" in _codes(TESTING_ONLY.replace("{guard}", "if not self.enabled:\n                    raise"), flavour)
+
+
+LRU_EVICT = """
+    class Buffers:
+        {def} evict(self):
+            for _ in range(100):
+                key = self.lru_key()
+                buf = self[key]
+                try:
+                    {aw}buf.take()
+                except (IndexError, BufferEmpty):
+                    {failure_path}
+                else:
+                    break
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_failure_path_that_drops_the_candidate_moves_on_to_the_next(flavour):
+    """celery's ``LimitedSet``-style ``_pop_to_evict``: an empty buffer is popped from the
+    mapping, so the next pass's ``lru_key()`` names another buffer: a walk, not a retry. Without
+    the pop the same buffer is asked again at once."""
+    assert _codes(LRU_EVICT.replace("{failure_path}", "self.pop(key)"), flavour) == []
+    assert "RTY201" in _codes(LRU_EVICT.replace("{failure_path}", "self.log(key)"), flavour)
+
+
+STATUS_INTO_HANDLER = """
+    {def} fetch_tiles(client, url, max_retries=5):
+        for retries in range(max_retries):
+            try:
+                resp = {aw}client.request(url)
+                if resp.status_code >= 500:
+                    {status_path}
+                return resp.content
+            except Exception as e:
+                if retries + 1 == max_retries:
+                    raise e
+                {sleep}(2)
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_status_that_raises_into_the_handler_waits_as_the_handler_does(flavour):
+    """geonode's thumbnail tiles: ``resp.raise_for_status()`` inside the try sends a failed
+    status into ``except Exception``, which sleeps: no status goes round at once. A status
+    branch that ``continue``s on its own skips the handler's sleep."""
+    waits = _codes(STATUS_INTO_HANDLER.replace("{status_path}", "resp.raise_for_status()"), flavour)
+    assert "RTY201" not in waits and "RTY202" in waits
+    assert "RTY201" in _codes(STATUS_INTO_HANDLER.replace("{status_path}", "continue"), flavour)
