@@ -827,12 +827,53 @@ def _files_mentioning(top: Path, name: str, recursive: bool) -> Optional[List[st
 _PASSES: Dict[Tuple[str, str, str, str, Optional[int]], bool] = {}
 
 
-def _passes(file: Path, name: str, parameter: str, position: Optional[int]) -> bool:
+def _calls_with_their_function(tree: ast.Module) -> Iterator[Tuple[ast.Call, Optional[ast.AST], Optional[ast.arguments]]]:
+    stack: List[Tuple[ast.AST, Optional[ast.AST]]] = [(tree, None)]
+    while stack:
+        node, function = stack.pop()
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        if isinstance(node, ast.Call):
+            yield node, function, function.args if function is not None else None  # type: ignore[attr-defined]
+
+
+def _hands_on_default(value: ast.AST, function: Optional[ast.AST], default: Any) -> bool:
+    """``run(restart_on_failure=restart_on_failure)`` in a CLI command whose own parameter
+    defaults to the same value (``typer.Option(False, "--restart-on-failure")``): as shipped,
+    the callee gets its default."""
+    if default is _MISSING or function is None or not isinstance(value, ast.Name):
+        return False
+    own = _parameter_defaults(function, {})
+    if value.id not in own:
+        return False
+    given = own[value.id]
+    if given is _MISSING:
+        given = _option_default(function, value.id)
+    return given is not _MISSING and given == default and type(given) is type(default)
+
+
+#: ``typer.Option(False, ...)``, ``typer.Argument(3)``: a command-line option's default.
+_OPTION_CALLS = frozenset({"Option", "Argument"})
+
+
+def _option_default(function: ast.AST, name: str) -> Any:
+    args = function.args  # type: ignore[attr-defined]
+    positional = list(args.posonlyargs) + list(args.args)
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    for param, default in pairs:
+        if param.arg == name and isinstance(default, ast.Call) and \
+                (_dotted(default.func) or "").rpartition(".")[2] in _OPTION_CALLS and default.args:
+            return fold(default.args[0], {})
+    return _MISSING
+
+
+def _passes(file: Path, name: str, parameter: str, position: Optional[int], default: Any = _MISSING) -> bool:
     try:
         data = file.read_bytes()
     except OSError:
         return True  # unreadable: assume it may
-    key = (str(file), digest(data), name, parameter, position)
+    key = (str(file), digest(data), name, parameter, position, repr(default))
     if key not in _PASSES:
         try:
             tree = ast.parse(data)
@@ -850,11 +891,12 @@ def _passes(file: Path, name: str, parameter: str, position: Optional[int]) -> b
                         _PASSES[key] = True
                         return True
         _PASSES[key] = any(
-            isinstance(node, ast.Call) and (_dotted(node.func) or "").rpartition(".")[2] in family
-            and (any(k.arg in (None, parameter) for k in node.keywords)
-                 or any(isinstance(a, ast.Starred) for a in node.args)
+            (_dotted(node.func) or "").rpartition(".")[2] in family
+            and (any(k.arg is None and not _forwarded(k.value, arguments, "kwarg")
+                     or k.arg == parameter and not _hands_on_default(k.value, enclosing, default) for k in node.keywords)
+                 or any(isinstance(a, ast.Starred) and not _forwarded(a.value, arguments, "vararg") for a in node.args)
                  or position is not None and len(node.args) > position)
-            for node in ast.walk(tree)
+            for node, enclosing, arguments in _calls_with_their_function(tree)
         )
         if len(_PASSES) > 4096:
             _PASSES.clear()
@@ -1139,7 +1181,7 @@ class Program:
         self._passing.add(key)
         try:
             callers = self._callers(enclosing.name, name, index, method, call_class if method else None)  # type: ignore[attr-defined]
-            passed = self.passed_elsewhere(enclosing.name, name, index)  # type: ignore[attr-defined]
+            passed = self.passed_elsewhere(enclosing.name, name, index, default)  # type: ignore[attr-defined]
         finally:
             self._passing.discard(key)
         if passed or callers is not None and any(v is not DEFAULT and v != default for v, _ in callers):
@@ -1330,7 +1372,7 @@ class Program:
                     return True
         return False
 
-    def passed_elsewhere(self, name: str, parameter: str, position: Optional[int]) -> bool:
+    def passed_elsewhere(self, name: str, parameter: str, position: Optional[int], default: Any = _MISSING) -> bool:
         """Another module of the package that names ``name`` and passes ``parameter`` to it or to
         a subclass it defines (by keyword, by ``position``, or through ``**kwargs``), or defines
         a subclass that gives the field its own value. A module that names the class without
@@ -1341,7 +1383,7 @@ class Program:
         found = _MENTIONS.get((str(top), name))
         if found is None:
             return True  # too many files to read: assume a caller elsewhere sets it
-        return any(_passes(Path(other), name, parameter, position) for other in found if other != str(self.path))
+        return any(_passes(Path(other), name, parameter, position, default) for other in found if other != str(self.path))
 
     def _dotted_attribute(self, facts: ModuleFacts, head: str, rest: str, attribute: str, hops: int) -> Optional[Value]:
         if hops <= 0:

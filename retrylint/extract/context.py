@@ -496,6 +496,11 @@ class ModuleContext:
             return False
         return not self.program.passed_elsewhere(key[0], key[1], key[2])
 
+    def parameter_unset_elsewhere(self, param: cst.Param) -> bool:
+        """No call of the function in another module of the package passes this parameter."""
+        key = self._parameter_key(param)
+        return key is not None and not self.program.passed_elsewhere(key[0], key[1], key[2])
+
     def parameter_as_shipped(self, param: cst.Param) -> bool:
         """The parameter holds its default wherever the package calls the function: no call here
         or elsewhere passes it, or every call here passes the default's own value or leaves it

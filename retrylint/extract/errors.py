@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from ..model import CatchKind, Location, RetriedError
-from ..syntax import DEFERRED, EXITS, dotted_name, if_branches, last_name, outcomes, statements, walk, walk_local
+from ..syntax import DEFERRED, EXITS, RAISE, dotted_name, if_branches, last_name, outcomes, statements, walk, walk_local
 from ..summaries import NOT_YET_ERRNO
 from .context import ModuleContext
 from .status import HTTP_ERROR_BASES, HTTP_STATUS_EXCEPTIONS, status_set
@@ -81,6 +81,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         or _waits_to_be_listed(handler, names, ctx)
         or bool(names) and all(_CONTROL_SIGNAL.search(n.rsplit(".", 1)[-1]) for n in names)
         or _checks_until_true(handler.type, names, ctx)
+        or _waits_for_a_lock(handler, names, ctx)
     )
     return Handler(handler, names, catch_all, polling, variable)
 
@@ -119,6 +120,29 @@ def _checks_until_true(expr: cst.BaseExpression, names: Tuple[str, ...], ctx: Mo
         if len(bindings) == 1 and bindings[0].kind == "param" and bindings[0].value is not None:
             shipped = exception_names(bindings[0].value, ctx)
             return bool(shipped) and all(n == "AssertionError" for n in shipped)
+    return False
+
+
+#: "Someone else holds it": a lock, a locked file or database.
+_LOCK_HELD = re.compile(r"(?i)(\bis_locked\b|\blocked\b|\block_(held|busy|taken)\b|database is locked)")
+_LOCK_ERROR = re.compile(r"^(AlreadyLocked|Locked|LockHeld|LockTimeout|LockNotAcquired|DatabaseLocked)(Error|Exception)?$")
+
+
+def _waits_for_a_lock(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: ModuleContext) -> bool:
+    """quixstreams opening a RocksDB partition: ``is_locked = str(exc).startswith("io error");
+    if not is_locked: raise`` and then ``sleep(backoff)``: only "another process holds the lock"
+    goes round, a wait for the lock to be released, with no downstream to back off from."""
+    if names and all(_LOCK_ERROR.match(n.rsplit(".", 1)[-1]) for n in names):
+        return True
+    for node in walk_local(handler.body):
+        if not isinstance(node, cst.If) or not _LOCK_HELD.search(ctx.code(node.test)):
+            continue
+        body, orelse = if_branches(node)
+        negated = isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
+        if negated and outcomes(body) == frozenset({RAISE}):
+            return True  # ``if not is_locked: raise``
+        if not negated and orelse is not None and outcomes(orelse) == frozenset({RAISE}):
+            return True  # ``if "database is locked" in str(e): sleep(…) else: raise``
     return False
 
 
@@ -264,7 +288,15 @@ def _looks_at_failure(test: cst.BaseExpression, variables: Tuple[str, ...], ctx:
     if any(n == v or n.startswith(v + ".") for n in names for v in variables):
         return True
     # A status test on a response captured before the failure.
-    return status_set(test, ctx) is not None
+    if status_set(test, ctx) is not None:
+        return True
+    # A look at the page that failed to parse: ``if "window._riskdata_" not in page: raise``
+    # (gallery-dl's bilibili, only a risk-control page is waited out).
+    return any(
+        isinstance(node, cst.Comparison) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))
+        and any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in node.comparisons)
+        for node in walk(test)
+    )
 
 
 def _names(node: cst.CSTNode) -> List[str]:

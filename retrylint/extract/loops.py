@@ -270,6 +270,10 @@ def _polls(
 ) -> bool:
     """A wait-for-state poll or readiness wait (``readiness``: :func:`_asks_for_readiness`) whose
     failures go round at a pace of their own (see :mod:`.polls`)."""
+    if immediate and delay.kind is not DelayKind.NONE and waits_for_readiness(ctx.enclosing_function(loop)):
+        # ``_wait_for_server`` probing a dev server it just started: a non-200 answer asks again
+        # at once while a refused connection sleeps. Still a wait for the server to come up.
+        return True
     if delay.kind is DelayKind.NONE or immediate:
         return False  # a hot failure path while the poll sleeps is a retry: RTY201
     if (waits_by_name(loop, ctx) or readiness) and delay.kind is DelayKind.FIXED:

@@ -171,7 +171,8 @@ def probes_readiness(call: cst.Call) -> bool:
 #: ``_await_server`` (one just started, most often; a generic ``wait_until_ready(url)`` is
 #: judged by what it does).
 _READINESS_WAIT = re.compile(
-    r"^_*(a?wait_(for_|until_)?(the_)?(\w+_)?(server|service)(_\w+)?|warm_?up(_\w+)?)$", re.IGNORECASE)
+    r"^_*(a?wait_(for_|until_)?(the_)?(\w+_)?(server|service)(_\w+)?|warm_?up(_\w+)?|"
+    r"(ensure|wait_until|wait_for|wait_till)_(the_)?(\w+_)?(is_)?(up|running|started|online|booted))$", re.IGNORECASE)
 _NOT_THE_WORK = re.compile(r"^(print|log|debug|info|warning|warn|error|exception|sleep)$", re.IGNORECASE)
 
 

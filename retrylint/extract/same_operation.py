@@ -272,10 +272,19 @@ def _takes_alternative(value: cst.BaseExpression) -> bool:
     return False
 
 
+#: A call that hands out a free port (weaviate's ``_hold_port(held)``, ``find_free_port()``):
+#: the OS offers another one on each call.
+_FREE_PORT_CALL = re.compile(
+    r"^_*(find|pick|hold|reserve|allocate|choose|grab|bind|acquire|get_free|get_unused|get_open|get_available|free|"
+    r"unused|open|available|random)_(\w+_)?ports?$",
+    re.I,
+)
+
+
 def _calls_alternative(call: cst.Call) -> bool:
     """``next(hosts)``, ``self._pick_server()``, ``candidates.pop()``: the next of several."""
     name = last_name(call.func) or ""
-    return bool(_ALTERNATIVE_CALL.match(name)) or name in ("pop", "popleft")
+    return bool(_ALTERNATIVE_CALL.match(name) or _FREE_PORT_CALL.match(name)) or name in ("pop", "popleft")
 
 
 #: A call named for repairing: ``self.gremlin_fix_chain.invoke(...)``, ``self._repair(doc)``.

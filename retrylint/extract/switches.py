@@ -57,8 +57,10 @@ def _parameter_default(name: cst.Name, ctx: ModuleContext) -> Optional[bool]:
     if len(bindings) != 1 or bindings[0].kind != "param":
         return None
     param = bindings[0].node
-    if not isinstance(param, cst.Param) or param.default is None:
+    if not isinstance(param, cst.Param):
         return None
+    if param.default is None:
+        return _given_by_every_caller(param, ctx)
     default = literal_truth(param.default)
     if default is None:
         return None
@@ -66,6 +68,19 @@ def _parameter_default(name: cst.Name, ctx: ModuleContext) -> Optional[bool]:
     if passed is not None and any(v is not DEFAULT and _plain(v) != default for v in passed):
         return None  # a caller here turns it on (or passes something we cannot read)
     return default
+
+
+def _given_by_every_caller(param: cst.Param, ctx: ModuleContext) -> Optional[bool]:
+    """A required switch (pgqueuer's ``runit(..., restart_on_failure)``) that every call in the
+    package gives the same known value: ``run(restart_on_failure=False)`` handing on its own
+    default. None when a call elsewhere may pass something else, or values differ."""
+    passed = ctx.parameter_values(param)
+    if not passed or any(v is DEFAULT for v in passed):
+        return None
+    truths = {_plain(v) for v in passed}
+    if len(truths) != 1 or None in truths or not ctx.parameter_unset_elsewhere(param):
+        return None
+    return truths.pop()
 
 
 def _plain(value: object) -> Optional[bool]:

@@ -665,3 +665,45 @@ def test_a_backoff_function_a_caller_passes_is_unknown():
     found = _held("sync", "\nRETRYER = StandardRetryer(backoff_fn=lambda n: 1)\n")
     backoff_line = 2 + HELD.splitlines().index("    {def} backoff(n):") + 1  # two import lines first
     assert found == [("RTY203", backoff_line)], found
+
+
+SUPERVISOR = """
+import asyncio, logging
+
+async def runit(start, shutdown, restart_delay, restart_on_failure):
+    while not shutdown.is_set():
+        failed = False
+        try:
+            await start()
+        except Exception:
+            if not restart_on_failure:
+                raise
+            failed = True
+            logging.exception("restarting")
+        if not failed:
+            break
+        await asyncio.sleep(restart_delay)
+
+async def run(start, shutdown, restart_delay=5, restart_on_failure=False):
+    await runit(start, shutdown, restart_delay, restart_on_failure=restart_on_failure)
+"""
+
+
+def test_a_switch_a_cli_option_hands_on_with_the_same_default_stays_off(project, run):
+    """pgqueuer's supervisor: ``runit(..., restart_on_failure)`` is called by ``run(...,
+    restart_on_failure=False)``, itself called by the typer command with
+    ``restart_on_failure: bool = typer.Option(False, "--restart-on-failure")``: as shipped, the
+    restart never happens. A command whose option defaults to True turns it on."""
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/supervisor.py", SUPERVISOR)
+    command = (
+        "import typer\nfrom .supervisor import run\n\n"
+        "def main(restart_on_failure: bool = typer.Option(DEFAULT, '--restart-on-failure')):\n"
+        "    run(start, shutdown, restart_on_failure=restart_on_failure)\n"
+    )
+    project.write("pkg/cli.py", command.replace("DEFAULT", "False"))
+    code, out, _ = run("check", "--no-cache", "--select", "RTY1,RTY3", "pkg")
+    assert code == 0, out
+    project.write("pkg/cli.py", command.replace("DEFAULT", "True"))
+    code, out, _ = run("check", "--no-cache", "--select", "RTY1,RTY3", "pkg")
+    assert code == 1 and "RTY301" in out, out
