@@ -82,6 +82,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         or bool(names) and all(_CONTROL_SIGNAL.search(n.rsplit(".", 1)[-1]) for n in names)
         or _checks_until_true(handler.type, names, ctx)
         or _waits_for_a_lock(handler, names, ctx)
+        or not catch_all and _says_not_ready(handler)
     )
     return Handler(handler, names, catch_all, polling, variable)
 
@@ -143,6 +144,30 @@ def _waits_for_a_lock(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: M
             return True  # ``if not is_locked: raise``
         if not negated and orelse is not None and outcomes(orelse) == frozenset({RAISE}):
             return True  # ``if "database is locked" in str(e): sleep(…) else: raise``
+    return False
+
+
+#: What the handler tells its log when the failure means "not there yet": "Vector index not ready,
+#: retrying in 5 seconds", "Cluster still has active operation", "Index is not ready for ingestion".
+_NOT_READY_TEXT = re.compile(
+    r"(?i)\b(not (yet )?ready|not yet (available|created|active|listed|visible|propagated)|"
+    r"still (has )?(an? )?(active|pending|running|in progress|being (created|provisioned|deleted))|"
+    r"(waiting|wait) for (it|the \w+|\w+) to (become|be) (ready|available|active|created))"
+)
+_LOG_CALL = re.compile(r"^(debug|info|warning|warn|log|print|echo)$", re.I)
+
+
+def _says_not_ready(handler: cst.ExceptHandler) -> bool:
+    """airflow's bedrock operator: ``except ClientError: if <a known message>: log.warning("Vector
+    index not ready, retrying in %s seconds"); sleep(...)``: the author says the failure means
+    the resource is not ready yet, a wait for a state rather than a resend to a failing service.
+    Only for handlers that catch something chosen (a catch-all's log line proves nothing)."""
+    for node in walk_local(handler.body):
+        if isinstance(node, cst.Call) and _LOG_CALL.match(last_name(node.func) or "") and node.args:
+            first = node.args[0].value
+            texts = [n.value for n in walk(first) if isinstance(n, (cst.SimpleString, cst.FormattedStringText))]
+            if any(_NOT_READY_TEXT.search(t) for t in texts):
+                return True
     return False
 
 

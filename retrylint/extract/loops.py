@@ -215,6 +215,8 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         return None  # re-prompting a user is not retrying a failure
     if status is None and operations and all(reads_a_local_file(op) for op in operations):
         return None  # waiting for a file another process writes
+    if status is None and operations and all(ctx.call_name(op) & _IMPORTS for op in operations):
+        return None  # mistralai's ``dynamic_import``: an import race repaired in place, no downstream
     asked = operations + ([status.response] if status is not None and isinstance(status.response, cst.Call) else [])
     if asked and all(_asks_for_a_permit(op) for op in asked):
         return None  # waiting for a local rate limiter's permit is pacing, not retrying a failure
@@ -264,6 +266,10 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     )
 
 
+#: Importing a module: in-process work with nobody on the other end to overload.
+_IMPORTS = frozenset({"importlib.import_module", "__import__", "importlib.reload"})
+
+
 def _polls(
     loop: cst.CSTNode, retry_trys: List[TryAnalysis], status: Optional[StatusSite], delay: Delay,
     immediate: Tuple[str, ...], ctx: ModuleContext, result_names: FrozenSet[str], readiness: bool,
@@ -297,13 +303,24 @@ def _asks_for_readiness(loop: cst.CSTNode, retry_trys: List[TryAnalysis], status
     func = ctx.enclosing_function(loop)
     if waits_for_readiness(func):
         return True
-    if not named_for_waiting(func):
-        return False
     probed = [t.operation for t in retry_trys if t.operation is not None]
     probed += [status.response] if status is not None and status.response is not None else []
-    return bool(probed) and all(probes_readiness(op) for op in probed) or bool(retry_trys) and all(
-        attempt_probes(t.node.body) for t in retry_trys
-    )
+    probes = bool(probed) and all(probes_readiness(op) for op in probed)
+    if probes and _HEALTH.search(_owner_names(func, ctx)):
+        return True  # redis's ``HealthyAnyPolicy._execute``: probes of a health check, spaced out
+    if not named_for_waiting(func):
+        return False
+    return probes or bool(retry_trys) and all(attempt_probes(t.node.body) for t in retry_trys)
+
+
+_HEALTH = re.compile(r"health|probe", re.I)
+
+
+def _owner_names(func: Optional[cst.CSTNode], ctx: ModuleContext) -> str:
+    """The function's name and its class's: ``HealthyAnyPolicy._execute``."""
+    if not isinstance(func, cst.FunctionDef):
+        return ""
+    return f"{ctx.enclosing_class(func) or ''}.{func.name.value}"
 
 
 #: What a consumer iterates: ``self._listen()``, ``pubsub.listen()``, ``shared.events``, ``watch(...)``.

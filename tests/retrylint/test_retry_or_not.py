@@ -2610,3 +2610,80 @@ def test_a_pass_that_takes_a_new_free_port_first_is_a_search(flavour):
     assert _codes(CONSECUTIVE_PORTS.replace("{first}", "_hold_port(held)"), flavour) == []
     assert "RTY201" in _codes(CONSECUTIVE_PORTS.replace("{first}", "settings.base_port"), flavour)
 
+
+
+DYNAMIC_IMPORT = """
+    import importlib, sys
+
+    {def} dynamic_import(modname, retries=3):
+        for attempt in range(retries):
+            try:
+                return {operation}(modname)
+            except (KeyError, ImportError) as e:
+                sys.modules.pop(modname, None)
+                if attempt == retries - 1:
+                    raise
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_an_import_tried_again_after_clearing_a_half_initialised_module_is_no_retry(flavour):
+    """mistralai's ``dynamic_import``: ``importlib.import_module`` again after
+    ``sys.modules.pop(modname)`` repairs a concurrent import in the process; nothing on the
+    other end is overloaded. The same loop around a fetch resends it at once."""
+    assert _codes(DYNAMIC_IMPORT.replace("{operation}", "importlib.import_module"), flavour) == []
+    assert "RTY201" in _codes(DYNAMIC_IMPORT.replace("{operation}", "{aw}client.fetch"), flavour)
+
+
+HEALTH_PROBES = """
+    class {owner}:
+        {def} _execute(self, health_check, database):
+            last_exception = None
+            for attempt in range(health_check.probes):
+                try:
+                    result = {aw}health_check.{call}(database)
+                    if result:
+                        return True
+                except Exception as e:
+                    last_exception = e
+                if attempt < health_check.probes - 1:
+                    {sleep}(0.5)
+            raise last_exception
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_probes_of_a_health_check_policy_measure_health(flavour):
+    """redis's multidb ``HealthyAnyPolicy._execute``: ``check_health`` probes a database a few
+    times, 0.5 s apart, and an exception is the probe's "unhealthy" answer: a measurement, not
+    a retry of work. The same loop sending a command resends it at a fixed interval."""
+    probe = HEALTH_PROBES.replace("{owner}", "HealthyAnyPolicy").replace("{call}", "check_health")
+    assert _codes(probe, flavour) == []
+    work = HEALTH_PROBES.replace("{owner}", "CommandRunner").replace("{call}", "execute_command")
+    assert "RTY202" in _codes(work, flavour)
+
+
+NOT_READY_LOG = """
+    {def} delete_cluster(self, hook, deadline):
+        while True:
+            try:
+                {aw}hook.delete_cluster(name=self.cluster_name)
+                return
+            except FailedPrecondition:
+                if time.monotonic() >= deadline:
+                    raise
+                self.log.warning("{says}", self.cluster_name)
+                {sleep}(60)
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_handler_that_logs_the_resource_is_not_ready_yet_waits_for_a_state(flavour):
+    """airflow's GKE delete (``FailedPrecondition``: "Cluster %s still has active operation.
+    Retrying deletion") and bedrock's "Vector index not ready, retrying": the author says the
+    failure means "not there yet", a wait for a state. Logged as a plain failure, it is a
+    fixed-delay retry."""
+    waiting = NOT_READY_LOG.replace("{says}", "Cluster %s still has active operation. Retrying deletion.")
+    assert _codes(waiting, flavour) == []
+    assert _codes(NOT_READY_LOG.replace("{says}", "Cluster %s is not ready yet, retrying"), flavour) == []
+    assert "RTY202" in _codes(NOT_READY_LOG.replace("{says}", "Deleting cluster %s failed, retrying"), flavour)
