@@ -406,6 +406,8 @@ def _note_helper(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> N
             sleeps = _inline(_sleep_arg(statement.value), locals_, facts.constants)  # type: ignore[arg-type]
         elif isinstance(statement, (ast.Expr, ast.Pass)) and not _has_call_named(statement, _SLEEPS):
             continue  # logging
+        elif _gives_up_with_none(statement) and sleeps is None:
+            continue  # ``if elapsed >= max_wait_time: return None``: the budget's end, the caller's bound
         else:
             return  # a branch, a loop, a second sleep: not one expression
     if returns is None and sleeps is None:
@@ -418,6 +420,14 @@ def _note_helper(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> N
                                     func.end_lineno or func.lineno, func.end_col_offset or 0)  # type: ignore[attr-defined]
     except (ValueError, RecursionError):
         return
+
+
+def _gives_up_with_none(statement: ast.stmt) -> bool:
+    """``if elapsed >= max_wait_time: return None`` in a delay helper (fireworks' ``_backoff_delay``)."""
+    return isinstance(statement, ast.If) and not statement.orelse and len(statement.body) == 1 \
+        and isinstance(statement.body[0], ast.Return) and (
+            statement.body[0].value is None
+            or isinstance(statement.body[0].value, ast.Constant) and statement.body[0].value.value is None)
 
 
 def _note_wrapper(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:

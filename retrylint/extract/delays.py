@@ -988,11 +988,16 @@ def _time_left(expr: cst.BaseExpression) -> bool:
 
 
 def _min(args: Sequence[cst.BaseExpression], env: DelayEnv) -> Shape:
+    # ``min(interval, remaining)``, ``min(min(2 ** n, 30), start + budget - time.time())``: the
+    # schedule, until the deadline clamps the last wait.
+    kept = [a for a in args if not _time_left(a)]
+    if kept and len(kept) < len(args):
+        args = kept
+        if len(args) == 1:
+            return _sub(args[0], env)
     shapes = [_sub(a, env) for a in args]
     consts = [s for s in shapes if s.kind == "const"]
     others = [s for s in shapes if s.kind != "const"]
-    if consts and others and all(_time_left(a) for a, s in zip(args, shapes) if s.kind != "const"):
-        others = []  # ``min(interval, remaining)``: the interval, until the deadline clamps the last wait
     if not others:
         values = [s.value for s in consts]
         return const(min(values)) if all(known(v) for v in values) else CONST_UNKNOWN  # type: ignore[type-var]

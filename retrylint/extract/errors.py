@@ -162,13 +162,20 @@ def _says_not_ready(handler: cst.ExceptHandler) -> bool:
     index not ready, retrying in %s seconds"); sleep(...)``: the author says the failure means
     the resource is not ready yet, a wait for a state rather than a resend to a failing service.
     Only for handlers that catch something chosen (a catch-all's log line proves nothing)."""
+    said = False
     for node in walk_local(handler.body):
         if isinstance(node, cst.Call) and _LOG_CALL.match(last_name(node.func) or "") and node.args:
             first = node.args[0].value
             texts = [n.value for n in walk(first) if isinstance(n, (cst.SimpleString, cst.FormattedStringText))]
-            if any(_NOT_READY_TEXT.search(t) for t in texts):
-                return True
-    return False
+            said = said or any(_NOT_READY_TEXT.search(t) for t in texts)
+        if isinstance(node, cst.Call) and last_name(node.func) == "sleep" and _GROWS.search(
+                " ".join(dotted_name(n) or "" for n in walk(node) if isinstance(n, (cst.Name, cst.Attribute)))
+                + (" **" if any(isinstance(n, (cst.Power, cst.LeftShift)) for n in walk(node)) else "")):
+            return False  # ``sleep(2 ** attempt)``: a wait written as a retry schedule is judged as one
+    return said
+
+
+_GROWS = re.compile(r"\*\*|backoff|expo", re.I)
 
 
 def _not_yet(name: str) -> bool:

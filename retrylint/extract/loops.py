@@ -63,7 +63,7 @@ from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import Handler, describe_handler, failure_names, retried_error
-from .switches import exits_first_by_default
+from .switches import exits_first_by_default, truth_by_default
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_branch, status_outcomes
 from .polls import (
     attempt_probes, awaits_a_state, loops_until_a_state, named_for_waiting, probes_readiness, reads_a_local_file, waits_by_name,
@@ -215,7 +215,8 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
         return None  # re-prompting a user is not retrying a failure
     if status is None and operations and all(reads_a_local_file(op) for op in operations):
         return None  # waiting for a file another process writes
-    if status is None and operations and all(ctx.call_name(op) & _IMPORTS for op in operations):
+    if status is None and operations and all(ctx.call_name(op) & _IMPORTS for op in operations) \
+            and _repairs_the_module_cache(loop, ctx):
         return None  # mistralai's ``dynamic_import``: an import race repaired in place, no downstream
     asked = operations + ([status.response] if status is not None and isinstance(status.response, cst.Call) else [])
     if asked and all(_asks_for_a_permit(op) for op in asked):
@@ -268,6 +269,19 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
 
 #: Importing a module: in-process work with nobody on the other end to overload.
 _IMPORTS = frozenset({"importlib.import_module", "__import__", "importlib.reload"})
+
+
+def _repairs_the_module_cache(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """``sys.modules.pop(modname, None)`` or ``importlib.invalidate_caches()`` before the next
+    import: a half-initialised module cleared away, not a wait for one to appear."""
+    for node in walk_local(loop.body):  # type: ignore[attr-defined]
+        if isinstance(node, cst.Call):
+            name = dotted_name(node.func) or ""
+            if name in ("sys.modules.pop", "importlib.invalidate_caches"):
+                return True
+        if isinstance(node, cst.Del) and "sys.modules" in ctx.code(node.target):
+            return True
+    return False
 
 
 def _polls(
@@ -707,8 +721,11 @@ def _same_operation_again(
     operation = analysis.operation
     if operation is None:
         return analysis
+    # ``if self.force_auth_retry: self.url = None`` after the try, off as shipped, changes nothing.
+    rest = [r for r in analysis.rest if not (isinstance(r, cst.If) and r.orelse is None
+                                             and truth_by_default(r.test, ctx) is False)]
     regions_of = {
-        id(h.node): [h.node] + (analysis.rest if FALL in _handler_outcomes(h, ctx) else [])
+        id(h.node): [h.node] + (rest if FALL in _handler_outcomes(h, ctx) else [])
         for h in analysis.retrying
     }
     reads = AttemptReads(operation, loop, ctx, writes, [r for regions in regions_of.values() for r in regions],
@@ -885,6 +902,9 @@ def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
     attempt.
     """
     waiting: Optional[cst.Call] = None
+    unguarded = _unguarded_operation(node, ctx)
+    if unguarded is not None:
+        return unguarded
     for n in walk(node.body, skip=DEFERRED):
         if isinstance(n, cst.Call) and not (ctx.call_name(n) & TRIVIAL_CALLS):
             sleep = sleep_of(n, ctx)
@@ -897,6 +917,44 @@ def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
     # Only local data was touched (``items.index(STOP)``, ``time.monotonic()``): a sentinel
     # lookup or bookkeeping, no operation to retry.
     return waiting
+
+
+def _unguarded_operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
+    """swiftclient's ``_retry``: ``if not self.url: self.url, self.token = self.get_auth()`` and
+    ``if not self.http_conn: self.http_conn = …`` prepare the attempt only when something is
+    missing; the operation is ``rv = func(self.url, self.token, …)``, then ``return rv``. When
+    the try holds such set-ups, the first call of its other statements is the operation."""
+    seen_setup = False
+    for statement in statements(node.body):
+        if isinstance(statement, cst.If):
+            if _sets_up_what_is_missing(statement):
+                seen_setup = True
+                continue
+            if not any(isinstance(n, cst.Call) for n in walk(statement, skip=DEFERRED)):
+                continue  # ``if caller_response_dict is not None: kwargs['response_dict'] = {}``
+            return None
+        for n in walk(statement, skip=DEFERRED):
+            if isinstance(n, cst.Call) and not (ctx.call_name(n) & TRIVIAL_CALLS) and sleep_of(n, ctx) is None \
+                    and not _bookkeeping_call(n, ctx):
+                return n if seen_setup else None
+    return None
+
+
+def _sets_up_what_is_missing(node: cst.If) -> bool:
+    """``if not self.url or not self.token: self.url, self.token = self.get_auth()``: the branch
+    assigns a name its test finds missing (no ``else``)."""
+    if node.orelse is not None:
+        return False
+    missing = {dotted_name(t.expression) for t in walk(node.test)
+               if isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not)}
+    missing.discard(None)
+    assigned = set()
+    for n in walk(node.body, skip=DEFERRED):
+        if isinstance(n, cst.Assign):
+            for target in n.targets:
+                elements = target.target.elements if isinstance(target.target, cst.Tuple) else [target.target]
+                assigned.update(dotted_name(e.value if isinstance(e, cst.Element) else e) for e in elements)
+    return bool(missing & assigned)
 
 
 #: Methods that read or reshape local data: never the operation a retry repeats.

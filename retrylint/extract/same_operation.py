@@ -251,9 +251,16 @@ def _subscript_targets(node: cst.CSTNode) -> List[str]:
 _FAILURE_WORDS = re.compile(r"^_*(last_?)?(err|error|exc|exception|failure)s?$", re.I)
 
 
+#: What a failure path drops so that the next pass connects afresh (``self.http_conn = None``).
+_CONNECTION_NAME = re.compile(r"(^|_)(conn|connection|session|client|sock|socket|channel|transport|pool)s?$", re.I)
+
+
 def _changes_input(name: str, bindings: Sequence[Binding], reads: AttemptReads) -> bool:
     if bookkeeping(name) and not (_FAILURE_WORDS.match(name.rsplit(".", 1)[-1]) and _matches(name, reads.inputs)):
         return False
+    if bindings and _CONNECTION_NAME.search(name.rsplit(".", 1)[-1]) and all(
+            isinstance(b.value, cst.Name) and b.value.value == "None" for b in bindings):
+        return False  # swiftclient's ``self.http_conn = None``: reconnect, then the same request
     if _matches(name, reads.inputs):
         return True
     # A new connection or client for the same request is a reconnect, unless it is the

@@ -380,6 +380,39 @@ def pick(attempt):
     assert not {"RTY202", "RTY203", "RTY204"} & {f.code for f in _findings(source) if "delay strategy" not in f.message}
 
 
+BUDGET_HELPER = """
+def backoff_delay(attempt, start_time, max_wait_time):
+    elapsed = time.time() - start_time
+    if elapsed >= max_wait_time:
+        return None
+    delay = min(2 ** attempt, 30)
+    return min(delay, start_time + max_wait_time - time.time())
+
+def request_with_retries(func, max_wait_time=300):
+    start = time.time()
+    attempt = 0
+    while True:
+        try:
+            return func()
+        except ConnectionError:
+            delay = backoff_delay(attempt, start, max_wait_time)
+            if delay is None:
+                raise
+            attempt += 1
+            time.sleep(delay)
+"""
+
+
+def test_a_helper_that_gives_up_with_none_and_clamps_to_the_budget_returns_its_schedule():
+    """fireworks' ``_backoff_delay``: ``return None`` once the budget is spent (the caller's
+    bound), else ``min(min(2 ** attempt, 30), start + budget - time.time())``: the clamp to the
+    time left changes only the last wait; the schedule is 1, 2, 4 … 30 s without jitter. With
+    ``random.uniform(0, …)`` around it the clients spread out."""
+    assert "RTY203" in {f.code for f in _findings(BUDGET_HELPER)}
+    jittered = BUDGET_HELPER.replace("delay = min(2 ** attempt, 30)", "delay = random.uniform(0, min(2 ** attempt, 30))")
+    assert "RTY203" not in {f.code for f in _findings(jittered)}
+
+
 def test_a_local_variable_named_like_a_helper_is_not_inlined():
     source = HELPERS.replace("{wait}", "compute_delay = lambda n: 1\n                time.sleep(compute_delay(attempt))")
     assert "RTY203" not in {f.code for f in _findings(source)}

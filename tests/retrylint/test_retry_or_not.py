@@ -2687,3 +2687,51 @@ def test_a_handler_that_logs_the_resource_is_not_ready_yet_waits_for_a_state(fla
     assert _codes(waiting, flavour) == []
     assert _codes(NOT_READY_LOG.replace("{says}", "Cluster %s is not ready yet, retrying"), flavour) == []
     assert "RTY202" in _codes(NOT_READY_LOG.replace("{says}", "Deleting cluster %s failed, retrying"), flavour)
+
+
+SWIFT_RETRY = """
+    class Connection:
+        def __init__(self, retries=5, starting_backoff=1, max_backoff=64, force_auth_retry=False):
+            self.retries = retries
+            self.starting_backoff = starting_backoff
+            self.max_backoff = max_backoff
+            self.force_auth_retry = force_auth_retry
+            self.url = self.token = self.http_conn = None
+
+        {def} _retry(self, func, *args, **kwargs):
+            backoff = self.starting_backoff
+            attempts = 0
+            while attempts <= self.retries:
+                attempts += 1
+                try:
+                    if not self.url or not self.token:
+                        self.url, self.token = self.get_auth()
+                    if not self.http_conn:
+                        self.http_conn = self.http_connection()
+                    kwargs["http_conn"] = self.http_conn
+                    rv = {aw}func(self.url, self.token, *args, **kwargs)
+                    return rv
+                except (socket.error, RequestException):
+                    if attempts > self.retries:
+                        raise
+                    {failure_path}
+                if {flag}:
+                    self.url = self.token = None
+                {sleep}(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_connection_dropped_to_reconnect_then_the_same_request_is_a_retry(flavour):
+    """swiftclient's ``Connection._retry``: the operation is ``func(self.url, self.token, …)``,
+    not the ``get_auth()`` that runs only when the token is missing; ``self.http_conn = None``
+    drops the connection so the next pass reconnects, and ``if self.force_auth_retry:`` (off as
+    shipped) forgets nothing. Exponential backoff without jitter. A failure path that takes the
+    next endpoint, or a token dropped on every failure (a flag we cannot read), changes the
+    request."""
+    retry = SWIFT_RETRY.replace("{failure_path}", "self.http_conn = None")
+    assert "RTY203" in _codes(retry.replace("{flag}", "self.force_auth_retry"), flavour)
+    assert _codes(retry.replace("{flag}", "settings.force_auth"), flavour) == []
+    walk = SWIFT_RETRY.replace("{failure_path}", "self.url = self.next_endpoint()")
+    assert _codes(walk.replace("{flag}", "self.force_auth_retry"), flavour) == []
