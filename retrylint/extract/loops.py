@@ -346,9 +346,12 @@ def _runs_a_consumer(attempt: cst.Try) -> bool:
     attempt is a whole consumer run and the loop around it a supervisor, not a retry."""
     for statement in statements(attempt.body):
         if isinstance(statement, cst.For):
+            # What is iterated, not what it is called with (``chat_stream(attempt_messages)``).
+            source = unwrap_await(statement.iter)
+            source = source.func if isinstance(source, cst.Call) else source
             if any(
                 isinstance(n, (cst.Name, cst.Attribute)) and _STREAM_ITERABLE.search(last_name(n) or "")
-                for n in walk(statement.iter)
+                for n in walk(source)
             ):
                 return True
     return False
@@ -1386,7 +1389,7 @@ def _bound(
         if _is_gate(node):
             target.possible = True  # ``if retry.handle_retry(): continue``: a policy object decides
             continue
-        if _one_shot(node, ctx) or _one_shot_flag(node, writes):
+        if _one_shot(node, ctx) or _one_shot_flag(node, writes, loop, ctx):
             target.attempts = _tighter(target.attempts, 2)  # a flag allows a single retry
             texts.append("once: if " + ctx.code(node.test))
             continue
@@ -1472,19 +1475,34 @@ def _one_shot(node: cst.If, ctx: ModuleContext) -> bool:
     return False
 
 
-def _one_shot_flag(node: cst.If, writes: Dict[str, List[Binding]]) -> bool:
+def _one_shot_flag(node: cst.If, writes: Dict[str, List[Binding]], loop: Optional[cst.CSTNode] = None,
+                   ctx: Optional[ModuleContext] = None) -> bool:
     """``if not retry: raise`` with ``retry = False`` in the loop: one retry, then give up.
 
     A flag the loop sets both ways (``failure = False`` each pass, ``failure = True`` in the
-    handler) says how this pass went, not that the retry was spent."""
+    handler) says how this pass went, not that the retry was spent; so does one reset by a
+    statement of the loop's own body at the start of every pass, before the test reads it
+    (``emitted = False`` before the try, set in an inner ``async for``). ``can_retry = False``
+    after the test is the one-shot flag itself."""
+    own = set(statements(loop.body)) if loop is not None and ctx is not None else set()  # type: ignore[attr-defined]
+    test_line = ctx.location(node).line if ctx is not None else 0
     for name in {n for n in _names(node.test)}:
         bindings = writes.get(name, [])
+        if bindings and ctx is not None and any(
+                (b.node in own or _statement_line_of(b.node, own)) and ctx.location(b.node).line < test_line
+                for b in bindings):
+            continue
         if bindings and all(
             isinstance(b.value, cst.Name) and b.value.value in ("False", "None", "True") for b in bindings
         ) and len({b.value.value for b in bindings}) == 1:
             body, orelse = if_branches(node)
             return any(b is not None and outcomes(b) & EXITS for b in (body, orelse))
     return False
+
+
+def _statement_line_of(node: cst.CSTNode, own: set) -> bool:
+    """A binding whose small statement line is one of the loop body's own statements."""
+    return any(isinstance(s, cst.SimpleStatementLine) and node in s.body for s in own)
 
 
 _POLICY_RECEIVER = re.compile(r"(retry_?policy|retrier|retryer|retry_?strategy|policy|backoff|back_?off)$", re.I)

@@ -92,6 +92,7 @@ class AttemptReads:
                  writes: Dict[str, List[Binding]], failure_regions: Sequence[cst.CSTNode],
                  attempt: Optional[cst.CSTNode] = None) -> None:
         self.ctx = ctx
+        self.loop = loop
         self._writes = writes
         self._failure_regions = failure_regions
         func = operation.func
@@ -261,6 +262,8 @@ def _changes_input(name: str, bindings: Sequence[Binding], reads: AttemptReads) 
     if bindings and _CONNECTION_NAME.search(name.rsplit(".", 1)[-1]) and all(
             isinstance(b.value, cst.Name) and b.value.value == "None" for b in bindings):
         return False  # swiftclient's ``self.http_conn = None``: reconnect, then the same request
+    if bindings and _back_to_the_start(name, bindings, reads):
+        return False
     if _matches(name, reads.inputs):
         return True
     # A new connection or client for the same request is a reconnect, unless it is the
@@ -269,6 +272,23 @@ def _changes_input(name: str, bindings: Sequence[Binding], reads: AttemptReads) 
         _takes_alternative(b.value) or _matches(name, reads.derived_from(b.value)) or b.kind == "augassign"
         for b in bindings if b.value is not None
     )
+
+
+def _back_to_the_start(name: str, bindings: Sequence[Binding], reads: AttemptReads) -> bool:
+    """``attempt_messages = messages`` on the failure path, as before the loop (dashscope's
+    ``chat_stream``: a transient failure resends the original messages, the empty-reply path
+    adds a hint): the input set back to where it started is the same input again."""
+    ctx = reads.ctx
+    loop_line = ctx.location(reads.loop).line
+    function = ctx.enclosing_function(reads.loop)
+    if function is None:
+        return False
+    before = [b for n, found in ctx.writes_in(function.body).items() if n == name for b in found
+              if b.value is not None and ctx.location(b.node).line < loop_line]
+    if len(before) != 1:
+        return False
+    start = ctx.code(before[0].value)
+    return all(b.value is not None and ctx.code(b.value) == start for b in bindings)
 
 
 def _takes_alternative(value: cst.BaseExpression) -> bool:

@@ -2735,3 +2735,31 @@ def test_a_connection_dropped_to_reconnect_then_the_same_request_is_a_retry(flav
     assert _codes(retry.replace("{flag}", "settings.force_auth"), flavour) == []
     walk = SWIFT_RETRY.replace("{failure_path}", "self.url = self.next_endpoint()")
     assert _codes(walk.replace("{flag}", "self.force_auth_retry"), flavour) == []
+
+
+STREAM_BEFORE_FIRST_CHUNK = """
+    class Hardened:
+        async def chat_stream(self, messages):
+            to_send = messages
+            for attempt in range(4):
+                emitted = False
+                try:
+                    async for chunk in self.provider.chat_stream(to_send):
+                        emitted = True
+                        yield chunk
+                    return
+                except Exception as e:
+                    if emitted or not is_retryable_error(e) or attempt == 3:
+                        raise
+                    to_send = {failure_input}
+                    await asyncio.sleep(4 * 2 ** attempt)
+"""
+
+
+def test_a_stream_retried_before_its_first_chunk_with_the_original_input_is_a_retry():
+    """dashscope's ``HardenedProvider.chat_stream``: a transient failure before any chunk sets
+    ``attempt_messages = messages`` (as before the loop) and streams again after an unjittered
+    exponential backoff -- the same request. The iterated call's arguments (``…messages``) do
+    not make it a message consumer, and ``emitted = False`` on every pass is no one-retry flag. A failure path that trims the messages repairs them."""
+    assert "RTY203" in _codes(STREAM_BEFORE_FIRST_CHUNK.replace("{failure_input}", "messages"), SYNC)
+    assert _codes(STREAM_BEFORE_FIRST_CHUNK.replace("{failure_input}", "trim(messages)"), SYNC) == []
