@@ -240,7 +240,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     wrapped = _wrapper_sleep(call, func, ctx)
     if wrapped is not None:
         sleeps.append(wrapped)
-    sleeps += _waits_on_entry(func, failure, ctx)
+    sleeps += _waits_on_entry(func, failure, ctx, call)
     if sleeps:
         # Every local of the function is computed again on each attempt, like a loop's body.
         delay_env = DelayEnv(ctx, counters=dict(counters), loop_writes=ctx.writes_in(func.body))
@@ -298,19 +298,36 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     )
 
 
-def _waits_on_entry(func: cst.FunctionDef, failure: Optional[cst.CSTNode], ctx: ModuleContext) -> List[Sleep]:
+def _waits_on_entry(func: cst.FunctionDef, failure: Optional[cst.CSTNode], ctx: ModuleContext,
+                    call: Optional[cst.Call] = None) -> List[Sleep]:
     """``self.throttle(wait=wait)`` as a statement of the function body before the attempt
-    (apprise's plugins): every call, the one made again included, waits there first."""
+    (apprise's plugins): every call, the one made again included, waits there first. Also
+    ``if delay: await asyncio.sleep(reconnect_delay)`` when the call made again passes
+    ``delay=True`` (gmqtt's ``reconnect``)."""
     found: List[Sleep] = []
     for statement in statements(func.body):
         if failure is not None and ctx.is_inside(failure, statement):
             break
+        if isinstance(statement, cst.If) and statement.orelse is None and call is not None \
+                and isinstance(statement.test, cst.Name) and _passes_true(call, statement.test.value):
+            for inner in statements(statement.body):
+                value = unwrap_await(inner.value) if isinstance(inner, cst.Expr) else None
+                sleep = sleep_of(value, ctx) if isinstance(value, cst.Call) else None
+                if sleep is not None:
+                    found.append(sleep)
+            continue
         value = unwrap_await(statement.value) if isinstance(statement, cst.Expr) else None
         if isinstance(value, cst.Call):
             sleep = sleep_of(value, ctx)
             if sleep is not None:
                 found.append(sleep)
     return found
+
+
+def _passes_true(call: cst.Call, parameter: str) -> bool:
+    """The call made again passes ``parameter=True``."""
+    return any(arg.keyword is not None and arg.keyword.value == parameter and isinstance(arg.value, cst.Name)
+               and arg.value.value == "True" for arg in call.args)
 
 
 def _counters(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], ctx: ModuleContext) -> Dict[str, CounterInfo]:

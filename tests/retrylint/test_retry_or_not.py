@@ -2763,3 +2763,28 @@ def test_a_stream_retried_before_its_first_chunk_with_the_original_input_is_a_re
     not make it a message consumer, and ``emitted = False`` on every pass is no one-retry flag. A failure path that trims the messages repairs them."""
     assert "RTY203" in _codes(STREAM_BEFORE_FIRST_CHUNK.replace("{failure_input}", "messages"), SYNC)
     assert _codes(STREAM_BEFORE_FIRST_CHUNK.replace("{failure_input}", "trim(messages)"), SYNC) == []
+
+
+RECONNECT_WITH_DELAY_FLAG = """
+    class Client:
+        async def reconnect(self, delay=False):
+            if self.failed_connections > 5:
+                return
+            if delay:
+                await asyncio.sleep(5)
+            try:
+                self._connection = await self._create_connection(self._host, self._port)
+            except OSError:
+                self.failed_connections += 1
+                asyncio.ensure_future(self.reconnect(delay={again}))
+                return
+"""
+
+
+def test_a_recursion_that_asks_its_next_call_to_wait_first_waits():
+    """gmqtt's ``Client.reconnect(delay=False)``: ``if delay: await asyncio.sleep(...)`` on
+    entry, and the failure path schedules ``self.reconnect(delay=True)``: every reconnect after
+    a failure waits the same 5 s. Called again with ``delay=False`` it reconnects at once."""
+    assert "RTY202" in _codes(RECONNECT_WITH_DELAY_FLAG.replace("{again}", "True"), SYNC)
+    immediate = _codes(RECONNECT_WITH_DELAY_FLAG.replace("{again}", "False"), SYNC)
+    assert "RTY202" not in immediate and "RTY201" in immediate
