@@ -67,7 +67,7 @@ from .switches import exits_first_by_default, truth_by_default
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_branch, status_outcomes
 from .polls import (
     attempt_probes, awaits_a_state, loops_until_a_state, named_for_waiting, probes_readiness, reads_a_local_file, waits_by_name,
-    waits_for_readiness,
+    waits_for_readiness, waits_then_looks_up,
 )
 from .status import ALL_STATUSES, classified, mentions_status, status_range, status_set
 from ..narrowing import Trigger
@@ -213,6 +213,9 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     operations = [t.operation for t in retry_trys if t.operation is not None]
     if _prompts(loop, ctx):
         return None  # re-prompting a user is not retrying a failure
+    if status is None and len(retry_trys) == 1 and retry_trys[0].operation is not None and waits_then_looks_up(
+            loop, [h.names for h in retry_trys[0].retrying], retry_trys[0].operation):
+        return None  # waited for a notification, then looked: the value has not arrived yet
     if status is None and operations and all(reads_a_local_file(op) for op in operations):
         return None  # waiting for a file another process writes
     if status is None and operations and all(ctx.call_name(op) & _IMPORTS for op in operations) \
@@ -1375,6 +1378,15 @@ def _bound(
             texts.append(iteration.text)
         elif guard.kind in ("flag", "failure") and _flag_set_by_decision(loop.test, writes, retry_trys, ctx):
             shared.possible = True  # ``while retry_active:`` with ``retry_active = self.increment(...)``
+        elif guard.kind in ("flag", "failure"):
+            # ``while retry:`` with ``retry = _try < self._retries`` on the failure path (influxdb):
+            # the flag holds the count's test, read as if the loop head made it.
+            for comparison in _flag_set_by_count(loop.test, writes, retry_trys, ctx):
+                counted_guard = classify_guard(comparison, env, ctx.location(comparison).line, at_loop_head=True)
+                if counted_guard.kind in ("counter", "deadline"):
+                    shared.apply(counted_guard)
+                    texts.append(f"{iteration.text}, {ctx.code(comparison)}")
+                    break
     attempt_regions = [t.node.body for t in retry_trys] + [t.node.orelse for t in retry_trys if t.node.orelse]
     for node in walk_local(loop.body):  # type: ignore[attr-defined]
         if isinstance(node, cst.Expr) and _raises_when_expired(node):
@@ -1583,6 +1595,20 @@ def _flag_set_by_decision(test: cst.BaseExpression, writes, retry_trys: List[Try
             ):
                 return True
     return False
+
+
+def _flag_set_by_count(test: cst.BaseExpression, writes, retry_trys: List[TryAnalysis],
+                       ctx: ModuleContext) -> List[cst.Comparison]:
+    """``retry = _try < self._retries`` in a retrying handler, for ``while retry:``."""
+    if not isinstance(test, cst.Name):
+        return []
+    found = []
+    for binding in writes.get(test.value, []):
+        value = binding.value
+        if isinstance(value, cst.Comparison) and any(
+                ctx.is_inside(binding.node, h.node) for t in retry_trys for h in t.retrying):
+            found.append(value)
+    return found
 
 
 def _tighter(a: Num, b: Num) -> Num:

@@ -26,7 +26,7 @@ write it, and there is no downstream to overload.
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, Optional, Sequence
+from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -76,6 +76,24 @@ def waits_by_name(loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     if function is not None and (_WAITS.match(function.name.value) or function.name.value == "poke"):
         return True
     return bool(_SENSOR.search(ctx.enclosing_class(loop) or ""))
+
+
+_LOOKUP_ERRORS = frozenset({"KeyError", "IndexError", "LookupError"})
+
+
+def waits_then_looks_up(loop: cst.CSTNode, handler_names: List[Tuple[str, ...]], operation: cst.Call) -> bool:
+    """faust's livecheck signal: ``await self._wait_for_resolved(timeout=…)`` each pass, then
+    ``self._get_current_value(key)`` whose ``KeyError`` means "not arrived yet": a wait for a
+    value to arrive, not a retry of a failed lookup."""
+    if not handler_names or not all(names and all(n.rsplit(".", 1)[-1] in _LOOKUP_ERRORS for n in names)
+                                    for names in handler_names):
+        return False
+    for node in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
+        if node is operation:
+            return False
+        if isinstance(node, cst.Call) and _WAITS.match(last_name(node.func) or ""):
+            return True
+    return False
 
 
 def _state_test(test: cst.BaseExpression, result_names: FrozenSet[str]) -> bool:

@@ -2788,3 +2788,48 @@ def test_a_recursion_that_asks_its_next_call_to_wait_first_waits():
     assert "RTY202" in _codes(RECONNECT_WITH_DELAY_FLAG.replace("{again}", "True"), SYNC)
     immediate = _codes(RECONNECT_WITH_DELAY_FLAG.replace("{again}", "False"), SYNC)
     assert "RTY202" not in immediate and "RTY201" in immediate
+
+
+FLAG_FROM_COUNT = """
+    {def} request(session, url, retries=3):
+        retry = True
+        _try = 0
+        while retry:
+            try:
+                response = {aw}session.request("GET", url)
+                break
+            except ConnectionError:
+                _try += 1
+                retry = {flag}
+        return response
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_loop_flag_set_from_the_attempt_count_bounds_the_loop(flavour):
+    """influxdb's 0.8 client: ``while retry:`` with ``retry = _try < self._retries`` in the
+    handler: a counted bound (an immediate retry, not a forever one). A flag that is set
+    True again on every failure keeps the loop going forever."""
+    counted = _codes(FLAG_FROM_COUNT.replace("{flag}", "_try < retries"), flavour)
+    assert "RTY201" in counted and "RTY101" not in counted
+    assert "RTY101" in _codes(FLAG_FROM_COUNT.replace("{flag}", "True"), flavour)
+
+
+SIGNAL_WAIT = """
+    class Signal:
+        async def wait(self, key, app, max_interval=5.0):
+            while not app.should_stop:
+                {wait}
+                try:
+                    return self._get_current_value(key)
+                except KeyError:
+                    pass
+"""
+
+
+def test_a_lookup_after_waiting_for_a_notification_waits_for_the_value():
+    """faust's livecheck ``Signal.wait``: each pass first waits for the resolution event, then
+    looks the key up; ``KeyError`` means "not arrived yet". Without the wait the loop asks for
+    the missing key again at once, retrying a lookup error."""
+    assert _codes(SIGNAL_WAIT.replace("{wait}", "await self._wait_for_resolved(timeout=max_interval)"), SYNC) == []
+    assert "RTY303" in _codes(SIGNAL_WAIT.replace("{wait}", "self.refresh()"), SYNC)
