@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -280,6 +280,8 @@ def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
             body, orelse = if_branches(node)
             if outcomes(body) & EXITS or (orelse is not None and outcomes(orelse) & EXITS) or orelse is None and _exits_after(node, handler, ctx):
                 return True
+            if _flags_an_exit_after_the_try(body, handler, ctx):
+                return True
         if isinstance(node, cst.Match) and variable and variable in _names(node.subject):
             return True
         if isinstance(node, cst.Call) and variable:
@@ -289,6 +291,35 @@ def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
             if passes_failure and _FILTER_CALL.search(name) and name not in ("print", "format", "str", "repr", "retry"):
                 return True
         if isinstance(node, cst.Assert) and variable and variable in _names(node.test):
+            return True
+    return False
+
+
+def _flags_an_exit_after_the_try(body: Sequence[cst.CSTNode], handler: Handler, ctx: ModuleContext) -> bool:
+    """gallery-dl's ytdl downloader: ``if cls.__module__ == "builtins": tries = False`` in the
+    handler, then after the try ``if tries: log … else: return False``: the classification
+    sets a flag that the statements right after the try exit on."""
+    flags = set()
+    for statement in body:
+        for node in walk(statement, skip=DEFERRED):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in ("False", "None"):
+                flags.update(dotted_name(t.target) for t in node.targets)
+    flags.discard(None)
+    attempt = ctx.parent(handler.node)
+    block = ctx.parent(attempt) if isinstance(attempt, cst.Try) else None
+    siblings = list(block.body) if isinstance(block, cst.IndentedBlock) else []
+    if not flags or attempt not in siblings:
+        return False
+    for statement in siblings[siblings.index(attempt) + 1:]:
+        if not isinstance(statement, cst.If):
+            continue
+        negated = isinstance(statement.test, cst.UnaryOperation) and isinstance(statement.test.operator, cst.Not)
+        tested = dotted_name(statement.test.expression if negated else statement.test)
+        if tested not in flags:
+            continue
+        taken, other = if_branches(statement)
+        falsy_branch = taken if negated else other
+        if falsy_branch is not None and outcomes(falsy_branch) & EXITS:
             return True
     return False
 

@@ -349,12 +349,15 @@ def _runs_a_consumer(attempt: cst.Try) -> bool:
     attempt is a whole consumer run and the loop around it a supervisor, not a retry."""
     for statement in statements(attempt.body):
         if isinstance(statement, cst.For):
-            # What is iterated, not what it is called with (``chat_stream(attempt_messages)``).
+            # What is iterated: the call's function and the streams handed to it
+            # (``self._dedup_iter(shared.events)``), not a payload in a local
+            # (``chat_stream(attempt_messages)``).
             source = unwrap_await(statement.iter)
-            source = source.func if isinstance(source, cst.Call) else source
+            parts = [source.func] + [a.value for a in source.args if isinstance(a.value, cst.Attribute)] \
+                if isinstance(source, cst.Call) else [source]
             if any(
                 isinstance(n, (cst.Name, cst.Attribute)) and _STREAM_ITERABLE.search(last_name(n) or "")
-                for n in walk(source)
+                for part in parts for n in walk(part)
             ):
                 return True
     return False
@@ -1028,9 +1031,37 @@ def _success_exit(
             for node in walk(root, skip=DEFERRED + LOOPS + (cst.ExceptHandler,)):
                 if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                     targets = node.targets if isinstance(node, cst.Assign) else [node]
+                    if isinstance(node, cst.AugAssign):
+                        continue  # ``wait += 1`` steps a count towards the loop's bound: no exit
                     for target in targets:
-                        if dotted_name(target.target) in tested:
+                        if dotted_name(target.target) in tested and not _keeps_the_loop_going(
+                                loop.test, dotted_name(target.target), node.value):
                             return True
+    return False
+
+
+def _operands(test: cst.BaseExpression) -> List[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation):
+        return _operands(test.left) + _operands(test.right)
+    return [test]
+
+
+def _keeps_the_loop_going(test: cst.BaseExpression, name: Optional[str], value: Optional[cst.BaseExpression]) -> bool:
+    """``is_alive = True`` in the attempt of ``while is_alive and wait < max_wait:`` (jenkinsapi
+    waiting for Jenkins to go down): the flag is set to the value that goes round again, so a
+    good answer is no exit. Only literal values are read; ``while not done`` with ``done = True``
+    leaves."""
+    if not isinstance(value, cst.Name) or value.value not in ("True", "False"):
+        return False
+    operands = _operands(test.expression if isinstance(test, cst.UnaryOperation) else test) \
+        if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)) else []
+    for operand in operands:
+        negated = isinstance(operand, cst.UnaryOperation) and isinstance(operand.operator, cst.Not)
+        inner = operand.expression if negated else operand
+        if dotted_name(inner) == name:
+            if isinstance(test, cst.UnaryOperation):
+                return False  # ``while not (a and b)``: not read
+            return (value.value == "True") != negated
     return False
 
 

@@ -2833,3 +2833,65 @@ def test_a_lookup_after_waiting_for_a_notification_waits_for_the_value():
     the missing key again at once, retrying a lookup error."""
     assert _codes(SIGNAL_WAIT.replace("{wait}", "await self._wait_for_resolved(timeout=max_interval)"), SYNC) == []
     assert "RTY303" in _codes(SIGNAL_WAIT.replace("{wait}", "self.refresh()"), SYNC)
+
+
+UNTIL_DOWN = """
+    {def} _jenkins_is_unresponsive(self, max_wait=360):
+        is_alive = True
+        wait = 0
+        while is_alive and wait < max_wait:
+            try:
+                {aw}self.requester.get_and_confirm_status(self.baseurl, valid=[200])
+                {sleep}(1)
+                wait += 1
+                is_alive = {after_answer}
+            except ConnectionError:
+                return True
+            except HTTPError:
+                {sleep}(1)
+                wait += 1
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_good_answer_that_keeps_the_loop_going_is_a_wait_for_a_state(flavour):
+    """jenkinsapi's ``__jenkins_is_unresponsive``: ``is_alive = True`` after a good answer and
+    ``while is_alive and wait < max_wait``: the loop waits for Jenkins to go down; neither the
+    flag set to go round nor the ``wait += 1`` count is a success exit. A good answer that sets
+    ``is_alive = False`` leaves, and the HTTPError path is a fixed-delay retry."""
+    assert _codes(UNTIL_DOWN.replace("{after_answer}", "True"), flavour) == []
+    assert "RTY202" in _codes(UNTIL_DOWN.replace("{after_answer}", "False"), flavour)
+
+
+FLAGGED_EXIT = """
+    {def} download(self, url, retries=4):
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                info = {aw}self._extract_url(url)
+            except Exception as exc:
+                cls = exc.__class__
+                if {classify}:
+                    tries = False
+                msg = str(exc)
+            else:
+                return info
+            if tries:
+                self.log.error("%s (%s/%s)", msg, tries, retries + 1)
+            else:
+                return False
+            if tries > retries:
+                return False
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_classification_that_flags_an_exit_right_after_the_try_is_a_permanent_error_exit(flavour):
+    """gallery-dl's ytdl downloader: ``if cls.__module__ == "builtins": tries = False`` and,
+    right after the try, ``if tries: … else: return False``: a bug or bad input ends the loop,
+    only the rest go round (still at once: RTY201). A flag set on every failure classifies
+    nothing."""
+    classified = _codes(FLAGGED_EXIT.replace("{classify}", 'cls.__module__ == "builtins"'), flavour)
+    assert "RTY301" not in classified and "RTY201" in classified
+    assert "RTY301" in _codes(FLAGGED_EXIT.replace("{classify}", "self.verbose"), flavour)
