@@ -662,6 +662,14 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
                 elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
                     targets, value_node = [sub.target], sub.value if not isinstance(sub, ast.AugAssign) else None
                 for target in targets:
+                    if isinstance(target, ast.Subscript) and _self_attribute(target.value):
+                        # ``self._client_args["max_retries"] = …`` elsewhere: that key has two values
+                        key = target.slice
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                            note(_keyed(target.value.attr, key.value), _MISSING, sub.lineno, "")  # type: ignore[union-attr]
+                        else:
+                            note(target.value.attr, _MISSING, sub.lineno, "")  # type: ignore[union-attr]
+                        continue
                     if isinstance(target, (ast.Tuple, ast.List)):
                         for element in target.elts:
                             if _self_attribute(element):
@@ -672,6 +680,17 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
                     if statement.name != "__init__" or value_node is None:
                         note(target.attr, _MISSING, sub.lineno, "")  # type: ignore[union-attr]
                         continue
+                    if statement.name == "__init__" and isinstance(value_node, ast.Dict):
+                        # ``self._client_args = {"max_retries": max_retries, …}`` (quixstreams'
+                        # TDengine sink): each literal key is a value of its own,
+                        # ``self._client_args["max_retries"]``.
+                        for key, item in zip(value_node.keys, value_node.values):
+                            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                                item_value, item_how, item_parameter = _init_value(item, defaults, constants)
+                                keyed = _keyed(target.attr, key.value)  # type: ignore[union-attr]
+                                if item_parameter is not None:
+                                    facts.from_parameters[keyed] = item_parameter
+                                note(keyed, item_value, sub.lineno, item_how)
                     settings = _settings_object(value_node, defaults, constants)
                     if settings is not None:
                         built[target.attr] = settings + (sub.lineno,)  # type: ignore[union-attr]
@@ -687,7 +706,8 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
                         facts.held[target.attr] = method  # type: ignore[union-attr]
                     note(target.attr, value, sub.lineno, how)  # type: ignore[union-attr]
     for name, count in counts.items():
-        if count == 1 and name in found and name not in facts.unknown:
+        base = name.split("[", 1)[0]
+        if count == 1 and name in found and name not in facts.unknown and counts.get(base, 1) == 1:
             facts.values[name] = found[name]
         else:
             facts.unknown.add(name)
@@ -695,6 +715,11 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
     facts.off_defaults = {name: value for name, value in off.items() if counts.get(name) == 1}
     facts.built = {name: found for name, found in built.items() if counts.get(name) == 1}
     return facts
+
+
+def _keyed(attribute: str, key: str) -> str:
+    """The name a literal key of a dict attribute is known by: ``_client_args['max_retries']``."""
+    return f"{attribute}[{key!r}]"
 
 
 def _settings_object(value: ast.AST, defaults: Dict[str, Any],

@@ -551,6 +551,8 @@ class ModuleContext:
     def outside_value(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.x``/``cls.x``/``Class.x``/``module.X``/``settings.X`` when the program view
         knows its only value: a literal node standing for it; else None."""
+        if isinstance(expr, cst.Subscript):
+            return self._keyed_value(expr)
         if not isinstance(expr, cst.Attribute):
             return None
         receiver = dotted_name(expr.value)
@@ -561,6 +563,18 @@ class ModuleContext:
         if not on_self and self._bound_locally(expr, receiver.split(".")[0]):
             return None
         found = self.program.attribute_value(receiver, expr.attr.value, owner)
+        return self._stand_in(found, expr) if found is not None else None
+
+    def _keyed_value(self, expr: cst.Subscript) -> Optional[cst.BaseExpression]:
+        """``self._client_args["max_retries"]`` where ``__init__`` built the dict with that key."""
+        if not isinstance(expr.value, cst.Attribute) or dotted_name(expr.value.value) != "self" or len(expr.slice) != 1:
+            return None
+        index = expr.slice[0].slice
+        key = index.value if isinstance(index, cst.Index) else None
+        if not isinstance(key, cst.SimpleString):
+            return None
+        owner = self.enclosing_class(expr)
+        found = self.program.attribute_value("self", f"{expr.value.attr.value}[{key.evaluated_value!r}]", owner)
         return self._stand_in(found, expr) if found is not None else None
 
     def off_default(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:

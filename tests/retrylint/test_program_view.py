@@ -740,3 +740,31 @@ def test_a_switch_a_cli_option_hands_on_with_the_same_default_stays_off(project,
     project.write("pkg/cli.py", command.replace("DEFAULT", "True"))
     code, out, _ = run("check", "--no-cache", "--select", "RTY1,RTY3", "pkg")
     assert code == 1 and "RTY301" in out, out
+
+
+CLIENT_ARGS = """
+import urllib3
+from urllib3.util.retry import Retry
+
+class Sink:
+    def __init__(self, host, max_retries=5, retry_backoff_factor=FACTOR):
+        self._client_args = {"host": host, "max_retries": max_retries, "retry_backoff_factor": retry_backoff_factor}
+
+    def setup(self):
+        retry = Retry(total=self._client_args["max_retries"], backoff_factor=self._client_args["retry_backoff_factor"],
+                      allowed_methods=["POST"])
+        self._pool = urllib3.PoolManager(retries=retry)
+"""
+
+
+def test_a_dict_of_client_arguments_built_in_init_gives_its_keys():
+    """quixstreams' TDengine sink: ``self._client_args = {"max_retries": max_retries, …}`` in
+    ``__init__`` and ``Retry(total=self._client_args["max_retries"], backoff_factor=…)``: the
+    keys hold the parameters' defaults as shipped (5 retries, factor 1.0: exponential without
+    jitter). With a factor of 0 there is no backoff to jitter; a key written again elsewhere
+    is unknown."""
+    assert "RTY203" in {f.code for f in _findings(CLIENT_ARGS.replace("FACTOR", "1.0"))}
+    assert "RTY203" not in {f.code for f in _findings(CLIENT_ARGS.replace("FACTOR", "0"))}
+    rewritten = CLIENT_ARGS.replace("FACTOR", "1.0") + (
+        "\n    def tune(self, factor):\n        self._client_args[\"retry_backoff_factor\"] = factor\n")
+    assert "RTY203" not in {f.code for f in _findings(rewritten)}  # the factor is unknown again

@@ -67,8 +67,9 @@ def resolve(expr: Optional[cst.BaseExpression], ctx: ModuleContext, depth: int =
         else:
             return expr
         depth += 1
-    if isinstance(expr, cst.Attribute):
-        # ``Retry(total=self.max_retries)`` with the attribute set once from a literal default.
+    if isinstance(expr, (cst.Attribute, cst.Subscript)):
+        # ``Retry(total=self.max_retries)`` with the attribute set once from a literal default;
+        # ``self._client_args["max_retries"]`` from a dict built in ``__init__``.
         outside_value = ctx.outside_value(expr)
         if outside_value is not None:
             return outside_value
