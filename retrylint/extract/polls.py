@@ -68,7 +68,7 @@ def loops_until_a_state(loop: cst.CSTNode, result_names: FrozenSet[str]) -> bool
 
 #: A class whose job is to wait for a condition: airflow's sensors (``S3KeySensor``, ``HttpSensorTrigger``,
 #: ``BaseSensorOperator``), not ``SensorReader``.
-_SENSOR = re.compile(r"Sensor(Trigger|Operator|Async)?$")
+_SENSOR = re.compile(r"(Sensor(Trigger|Operator|Async)?|EventTrigger)$")
 
 
 def waits_by_name(loop: cst.CSTNode, ctx: ModuleContext) -> bool:

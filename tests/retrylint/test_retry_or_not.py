@@ -2895,3 +2895,31 @@ def test_a_classification_that_flags_an_exit_right_after_the_try_is_a_permanent_
     classified = _codes(FLAGGED_EXIT.replace("{classify}", 'cls.__module__ == "builtins"'), flavour)
     assert "RTY301" not in classified and "RTY201" in classified
     assert "RTY301" in _codes(FLAGGED_EXIT.replace("{classify}", "self.verbose"), flavour)
+
+
+EVENT_TRIGGER = """
+    class {cls}:
+        async def run(self):
+            failures = 0
+            while True:
+                try:
+                    response = await self._get_response()
+                    event = response if await self._check(response) else None
+                except Exception:
+                    failures += 1
+                    if failures >= 10:
+                        raise
+                else:
+                    failures = 0
+                    if event is not None:
+                        return event
+                await asyncio.sleep(60)
+"""
+
+
+def test_an_event_trigger_polls_at_its_own_pace():
+    """airflow's ``HttpEventTrigger.run``: asks until the response check passes, every
+    ``poll_interval``; failures count towards a give-up but the pace is the poll's. The same
+    loop in a class that sends work is a fixed-delay retry of everything."""
+    assert _codes(EVENT_TRIGGER.replace("{cls}", "HttpEventTrigger"), SYNC) == []
+    assert {"RTY202", "RTY301"} <= set(_codes(EVENT_TRIGGER.replace("{cls}", "HttpSender"), SYNC))
