@@ -547,12 +547,12 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
     if not any(c.from_parameters or c.off_defaults or c.built for c in facts.classes.values()):
         return
     # One walk that knows the class each call is in (``super().__init__(…)`` below).
-    stack: List[Tuple[ast.AST, Optional[str], Optional[ast.arguments]]] = [(tree, None, None)]
+    stack: List[Tuple[ast.AST, Optional[str], Optional[ast.AST]]] = [(tree, None, None)]
     while stack:
-        node, owner, arguments = stack.pop()
+        node, owner, function = stack.pop()
         inner = node.name if isinstance(node, ast.ClassDef) else owner
-        inner_arguments = node.args if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else arguments
-        stack.extend((child, inner, inner_arguments) for child in ast.iter_child_nodes(node))
+        inner_function = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+        stack.extend((child, inner, inner_function) for child in ast.iter_child_nodes(node))
         if not isinstance(node, ast.Call):
             continue
         name = _called_name(node.func)
@@ -565,10 +565,7 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
             targets += [facts.classes[b] for b in (own.bases if own else ()) if b in facts.classes]
         for cls in targets:
             passed = {k.arg for k in node.keywords}
-            # ``RdsDataApi(arn, **kwargs)`` in ``connect(arn, **kwargs)`` hands on what its own
-            # caller chose: the defaults hold as the package ships them.
-            everything = any(k.arg is None and not _forwarded(k.value, arguments, "kwarg") for k in node.keywords) or any(
-                isinstance(a, ast.Starred) and not _forwarded(a.value, arguments, "vararg") for a in node.args)
+            everything = _unpacks_unknown(node, function)
             for attribute, parameter in list(cls.from_parameters.items()):
                 index = cls.positions.get(parameter)
                 if everything or parameter in passed or (index is not None and index < len(node.args)):
@@ -585,9 +582,17 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
                     cls.off_defaults.pop(attribute)  # ``Config(retries=3)``: the caller decides
 
 
-def _forwarded(value: ast.AST, arguments: Optional[ast.arguments], which: str) -> bool:
+def _unpacks_unknown(call: ast.Call, function: Optional[ast.AST]) -> bool:
+    """``f(*items, **options)``: the call may pass anything. ``RdsDataApi(arn, **kwargs)`` in
+    ``connect(arn, **kwargs)`` hands on what its own caller chose, so the defaults hold as the
+    package ships them."""
+    return any(k.arg is None and not _forwarded(k.value, function, "kwarg") for k in call.keywords) or any(
+        isinstance(a, ast.Starred) and not _forwarded(a.value, function, "vararg") for a in call.args)
+
+
+def _forwarded(value: ast.AST, function: Optional[ast.AST], which: str) -> bool:
     """``**kwargs`` (``*args``) of the enclosing function itself, handed on unchanged."""
-    own = getattr(arguments, which, None) if arguments is not None else None
+    own = getattr(function.args, which, None) if function is not None else None  # type: ignore[attr-defined]
     return own is not None and isinstance(value, ast.Name) and value.id == own.arg
 
 
@@ -775,15 +780,21 @@ def _field_default(value: ast.AST, constants: Dict[str, Tuple[Any, int]]) -> Any
     return fold(value, constants)
 
 
-def _parameter_defaults(func: ast.AST, constants: Dict[str, Tuple[Any, int]]) -> Dict[str, Any]:
+def _default_nodes(func: ast.AST) -> Iterator[Tuple[str, ast.expr]]:
+    """Each parameter that has a default, with the default as written."""
     args = func.args  # type: ignore[attr-defined]
-    out: Dict[str, Any] = {}
     positional = list(args.posonlyargs) + list(args.args)
     for param, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
-        out[param.arg] = fold(default, constants)
+        yield param.arg, default
     for param, default in zip(args.kwonlyargs, args.kw_defaults):
-        out[param.arg] = fold(default, constants) if default is not None else _MISSING
-    for param in positional + list(args.kwonlyargs):
+        if default is not None:
+            yield param.arg, default
+
+
+def _parameter_defaults(func: ast.AST, constants: Dict[str, Tuple[Any, int]]) -> Dict[str, Any]:
+    args = func.args  # type: ignore[attr-defined]
+    out: Dict[str, Any] = {name: fold(default, constants) for name, default in _default_nodes(func)}
+    for param in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs):
         out.setdefault(param.arg, _MISSING)  # a required parameter: whatever the caller passes
     return out
 
@@ -862,14 +873,14 @@ def _files_mentioning(top: Path, name: str, recursive: bool) -> Optional[List[st
 _PASSES: Dict[Tuple[str, str, str, str, Optional[int]], bool] = {}
 
 
-def _calls_with_their_function(tree: ast.Module) -> Iterator[Tuple[ast.Call, Optional[ast.AST], Optional[ast.arguments]]]:
+def _calls_with_their_function(tree: ast.Module) -> Iterator[Tuple[ast.Call, Optional[ast.AST]]]:
     stack: List[Tuple[ast.AST, Optional[ast.AST]]] = [(tree, None)]
     while stack:
         node, function = stack.pop()
         inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
         if isinstance(node, ast.Call):
-            yield node, function, function.args if function is not None else None  # type: ignore[attr-defined]
+            yield node, function
 
 
 def _hands_on_default(value: ast.AST, function: Optional[ast.AST], default: Any) -> bool:
@@ -892,12 +903,8 @@ _OPTION_CALLS = frozenset({"Option", "Argument"})
 
 
 def _option_default(function: ast.AST, name: str) -> Any:
-    args = function.args  # type: ignore[attr-defined]
-    positional = list(args.posonlyargs) + list(args.args)
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    pairs += [(p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-    for param, default in pairs:
-        if param.arg == name and isinstance(default, ast.Call) and \
+    for param, default in _default_nodes(function):
+        if param == name and isinstance(default, ast.Call) and \
                 (_dotted(default.func) or "").rpartition(".")[2] in _OPTION_CALLS and default.args:
             return fold(default.args[0], {})
     return _MISSING
@@ -927,11 +934,10 @@ def _passes(file: Path, name: str, parameter: str, position: Optional[int], defa
                         return True
         _PASSES[key] = any(
             (_dotted(node.func) or "").rpartition(".")[2] in family
-            and (any(k.arg is None and not _forwarded(k.value, arguments, "kwarg")
-                     or k.arg == parameter and not _hands_on_default(k.value, enclosing, default) for k in node.keywords)
-                 or any(isinstance(a, ast.Starred) and not _forwarded(a.value, arguments, "vararg") for a in node.args)
+            and (_unpacks_unknown(node, enclosing)
+                 or any(k.arg == parameter and not _hands_on_default(k.value, enclosing, default) for k in node.keywords)
                  or position is not None and len(node.args) > position)
-            for node, enclosing, arguments in _calls_with_their_function(tree)
+            for node, enclosing in _calls_with_their_function(tree)
         )
         if len(_PASSES) > 4096:
             _PASSES.clear()

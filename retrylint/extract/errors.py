@@ -168,14 +168,18 @@ def _says_not_ready(handler: cst.ExceptHandler) -> bool:
             first = node.args[0].value
             texts = [n.value for n in walk(first) if isinstance(n, (cst.SimpleString, cst.FormattedStringText))]
             said = said or any(_NOT_READY_TEXT.search(t) for t in texts)
-        if isinstance(node, cst.Call) and last_name(node.func) == "sleep" and _GROWS.search(
-                " ".join(dotted_name(n) or "" for n in walk(node) if isinstance(n, (cst.Name, cst.Attribute)))
-                + (" **" if any(isinstance(n, (cst.Power, cst.LeftShift)) for n in walk(node)) else "")):
+        if isinstance(node, cst.Call) and last_name(node.func) == "sleep" and _grows(node):
             return False  # ``sleep(2 ** attempt)``: a wait written as a retry schedule is judged as one
     return said
 
 
-_GROWS = re.compile(r"\*\*|backoff|expo", re.I)
+_GROWING_NAME = re.compile(r"backoff|expo", re.I)
+
+
+def _grows(sleep: cst.Call) -> bool:
+    """``sleep(2 ** attempt)``, ``sleep(1 << n)``, ``sleep(self._backoff(n))``."""
+    return any(isinstance(n, (cst.Power, cst.LeftShift)) or isinstance(n, (cst.Name, cst.Attribute))
+               and bool(_GROWING_NAME.search(dotted_name(n) or "")) for n in walk(sleep))
 
 
 def _not_yet(name: str) -> bool:

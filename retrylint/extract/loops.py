@@ -915,7 +915,7 @@ def _operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call]:
     if unguarded is not None:
         return unguarded
     for n in walk(node.body, skip=DEFERRED):
-        if isinstance(n, cst.Call) and not (ctx.call_name(n) & TRIVIAL_CALLS):
+        if _calls_out(n, ctx):
             sleep = sleep_of(n, ctx)
             if sleep is None:
                 if _bookkeeping_call(n, ctx):
@@ -943,10 +943,14 @@ def _unguarded_operation(node: cst.Try, ctx: ModuleContext) -> Optional[cst.Call
                 continue  # ``if caller_response_dict is not None: kwargs['response_dict'] = {}``
             return None
         for n in walk(statement, skip=DEFERRED):
-            if isinstance(n, cst.Call) and not (ctx.call_name(n) & TRIVIAL_CALLS) and sleep_of(n, ctx) is None \
-                    and not _bookkeeping_call(n, ctx):
+            if _calls_out(n, ctx) and sleep_of(n, ctx) is None and not _bookkeeping_call(n, ctx):
                 return n if seen_setup else None
     return None
+
+
+def _calls_out(node: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """A call that may be the attempt's operation: not a trivial builtin."""
+    return isinstance(node, cst.Call) and not (ctx.call_name(node) & TRIVIAL_CALLS)
 
 
 def _sets_up_what_is_missing(node: cst.If) -> bool:
@@ -1053,14 +1057,11 @@ def _keeps_the_loop_going(test: cst.BaseExpression, name: Optional[str], value: 
     leaves."""
     if not isinstance(value, cst.Name) or value.value not in ("True", "False"):
         return False
-    operands = _operands(test.expression if isinstance(test, cst.UnaryOperation) else test) \
-        if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)) else []
-    for operand in operands:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return False  # either side may end the loop: not read
+    for operand in _operands(test):
         negated = isinstance(operand, cst.UnaryOperation) and isinstance(operand.operator, cst.Not)
-        inner = operand.expression if negated else operand
-        if dotted_name(inner) == name:
-            if isinstance(test, cst.UnaryOperation):
-                return False  # ``while not (a and b)``: not read
+        if dotted_name(operand.expression if negated else operand) == name:
             return (value.value == "True") != negated
     return False
 
@@ -1518,8 +1519,7 @@ def _one_shot(node: cst.If, ctx: ModuleContext) -> bool:
     return False
 
 
-def _one_shot_flag(node: cst.If, writes: Dict[str, List[Binding]], loop: Optional[cst.CSTNode] = None,
-                   ctx: Optional[ModuleContext] = None) -> bool:
+def _one_shot_flag(node: cst.If, writes: Dict[str, List[Binding]], loop: cst.CSTNode, ctx: ModuleContext) -> bool:
     """``if not retry: raise`` with ``retry = False`` in the loop: one retry, then give up.
 
     A flag the loop sets both ways (``failure = False`` each pass, ``failure = True`` in the
@@ -1527,13 +1527,11 @@ def _one_shot_flag(node: cst.If, writes: Dict[str, List[Binding]], loop: Optiona
     statement of the loop's own body at the start of every pass, before the test reads it
     (``emitted = False`` before the try, set in an inner ``async for``). ``can_retry = False``
     after the test is the one-shot flag itself."""
-    own = set(statements(loop.body)) if loop is not None and ctx is not None else set()  # type: ignore[attr-defined]
-    test_line = ctx.location(node).line if ctx is not None else 0
+    own = set(statements(loop.body))  # type: ignore[attr-defined]
+    test_line = ctx.location(node).line
     for name in {n for n in _names(node.test)}:
         bindings = writes.get(name, [])
-        if bindings and ctx is not None and any(
-                (b.node in own or _statement_line_of(b.node, own)) and ctx.location(b.node).line < test_line
-                for b in bindings):
+        if any(b.node in own and ctx.location(b.node).line < test_line for b in bindings):
             continue
         if bindings and all(
             isinstance(b.value, cst.Name) and b.value.value in ("False", "None", "True") for b in bindings
@@ -1541,11 +1539,6 @@ def _one_shot_flag(node: cst.If, writes: Dict[str, List[Binding]], loop: Optiona
             body, orelse = if_branches(node)
             return any(b is not None and outcomes(b) & EXITS for b in (body, orelse))
     return False
-
-
-def _statement_line_of(node: cst.CSTNode, own: set) -> bool:
-    """A binding whose small statement line is one of the loop body's own statements."""
-    return any(isinstance(s, cst.SimpleStatementLine) and node in s.body for s in own)
 
 
 _POLICY_RECEIVER = re.compile(r"(retry_?policy|retrier|retryer|retry_?strategy|policy|backoff|back_?off)$", re.I)

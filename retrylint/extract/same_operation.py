@@ -283,7 +283,7 @@ def _back_to_the_start(name: str, bindings: Sequence[Binding], reads: AttemptRea
     function = ctx.enclosing_function(reads.loop)
     if function is None:
         return False
-    before = [b for n, found in ctx.writes_in(function.body).items() if n == name for b in found
+    before = [b for b in ctx.writes_in(function.body).get(name, [])
               if b.value is not None and ctx.location(b.node).line < loop_line]
     if len(before) != 1:
         return False
