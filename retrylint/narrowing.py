@@ -420,6 +420,10 @@ def narrow_source(source: Source, active: Sequence[Trigger]) -> Optional[str]:
     if _LONE_CR.search(source.text):
         return source.text  # old Mac line ends: the line-based patterns cannot be trusted
     keep = lines.primary | lines.context
+    factories = _factories(source, lines.primary)
+    if factories:
+        # ``@retry_pattern(backoff.expo, …)``: a use of a factory is where its policy is judged.
+        keep |= {line for word, line in _call_lines(source, source.text, factories, False) if _calls_at(source, line, word)}
     text = _kept(source, keep)
     if lines.helpers:
         # Helpers count only where kept code calls them by name (``self._backoff()``).
@@ -428,6 +432,20 @@ def narrow_source(source: Source, active: Sequence[Trigger]) -> Optional[str]:
         if extra:
             text = _kept(source, keep | extra)
     return text
+
+
+def _factories(source: Source, primary: Set[int]) -> FrozenSet[str]:
+    """Module-level functions whose ``return`` statement holds a site (a policy built from the
+    function's parameters: :func:`.extract.libraries.built.factory_of`)."""
+    names = set()
+    for statement in source.tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) \
+                        and any(line in primary for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)):
+                    names.add(statement.name)
+                    break
+    return frozenset(names)
 
 
 def _definition_name(tree: ast.Module, line: int) -> Optional[str]:

@@ -583,3 +583,107 @@ def test_the_jitter_fix_replaces_the_key_in_the_dict(project, run):
     assert "RETRY = Retry(**OPTIONS)" in text and '"backoff_jitter": 0,' not in text
     code, out, _ = run("check", "--no-cache", "case.py")
     assert "RTY203" not in out, out
+
+
+# ---------------------------------------------------------------- decorator factories
+
+
+_FACTORY = """
+    import backoff
+
+    def retry_pattern(backoff_type, exception, **wait_gen_kwargs):
+        def log_retry_attempt(details):
+            print(details)
+
+        return backoff.on_exception(
+            backoff_type, exception, jitter=JITTER, on_backoff=log_retry_attempt, **wait_gen_kwargs
+        )
+
+    @retry_pattern(backoff.expo, ConnectionError, max_tries=5, factor=5)
+    def fetch():
+        pass
+
+    @retry_pattern(backoff.constant, ConnectionError, max_tries=5, interval=2)
+    def fetch_again():
+        pass
+
+    def unrelated():
+        return 1
+"""
+
+
+def test_factory_judged_at_each_use_with_the_values_it_passes():
+    found = _found(_FACTORY.replace("JITTER", "None"))
+    assert set(found) == {("RTY203", 11), ("RTY202", 15)}
+    assert "built by `retry_pattern(...)` at line 7" in found[("RTY203", 11)]
+    assert "2 s" in found[("RTY202", 15)]
+    report = _run(_FACTORY.replace("JITTER", "None"))
+    policy = next(p for p in report.policies if p.location.line == 11)
+    assert policy.bound.attempts == 5 and policy.delay.base == 5 and policy.operation == "fetch"
+
+
+def test_factory_with_jitter_keeps_only_the_fixed_delay_use():
+    # Full jitter disperses the exponential use; the constant one still never grows (RTY202).
+    assert set(_found(_FACTORY.replace("JITTER", "backoff.full_jitter"))) == {("RTY202", 15)}
+
+
+def test_tenacity_factory_reads_a_parameter_inside_a_strategy():
+    found = _found("""
+        import tenacity
+
+        def my_retry(attempts=5):
+            return tenacity.retry(
+                stop=tenacity.stop_after_attempt(attempts),
+                wait=tenacity.wait_exponential(multiplier=1, max=30),
+                retry=tenacity.retry_if_exception_type(ConnectionError),
+            )
+
+        @my_retry(attempts=1)
+        def once():
+            pass
+
+        @my_retry()
+        def five_times():
+            pass
+    """)
+    # attempts=1 never retries; the default 5 retries with exponential waits and no jitter.
+    assert set(found) == {("RTY203", 14)}
+
+
+def test_factory_whose_parameters_only_name_errors_is_judged_where_built():
+    found = _found("""
+        import backoff
+
+        def retry_on(exc):
+            return backoff.on_exception(backoff.expo, exc, max_tries=5, jitter=None)
+
+        @retry_on(ConnectionError)
+        def fetch():
+            pass
+
+        @retry_on(TimeoutError)
+        def fetch_again():
+            pass
+    """)
+    assert set(found) == {("RTY203", 4)}
+
+
+def test_factory_nobody_here_calls_or_a_use_with_star_args_stays_unknown():
+    assert _found("""
+        import backoff
+
+        def retry_pattern(backoff_type, exception, **kw):
+            return backoff.on_exception(backoff_type, exception, jitter=None, **kw)
+    """) == {}
+    assert _found("""
+        import backoff
+
+        SETTINGS = (backoff.expo, ConnectionError)
+
+        def retry_pattern(backoff_type, exception, **kw):
+            return backoff.on_exception(backoff_type, exception, jitter=None, **kw)
+
+        @retry_pattern(*SETTINGS)
+        def fetch():
+            pass
+    """) == {}

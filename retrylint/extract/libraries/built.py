@@ -24,9 +24,9 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from ...model import Location, RetryPolicy
+from ...model import UNKNOWN, DelayKind, JitterKind, Location, RetryPolicy
 from ...narrowing import Trigger, Words
-from ...syntax import dotted_name, walk
+from ...syntax import call_args, dotted_name, walk
 from ..context import ModuleContext
 from .common import Args, decorated
 
@@ -645,9 +645,14 @@ def place(policy: RetryPolicy, built: Optional[Built], ctx: ModuleContext) -> Re
 
 def policies_of(calls, ctx: ModuleContext, policy_of) -> List[RetryPolicy]:
     """``policy_of(call, args, ctx)`` for each call, its ``**mappings`` written in (:func:`expand`),
-    reported where they were built (:func:`place`), one report per place (:func:`merge`)."""
+    reported where they were built (:func:`place`), one report per place (:func:`merge`); a call
+    a decorator factory builds from its parameters is judged at each use (:func:`factory_uses`)."""
     placed = []
     for call in calls:
+        uses = factory_uses(call, ctx, policy_of)
+        if uses is not None:
+            placed.extend((policy, None) for policy in uses)
+            continue
         args, built = expand(call, ctx)
         policy = policy_of(call, args, ctx)
         if policy is not None:
@@ -688,6 +693,177 @@ def _use_line(description: str) -> str:
 
 def _join(items: List[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# ---------------------------------------------------------------- decorator factories
+
+
+@dataclass(frozen=True)
+class Factory:
+    """A function whose one ``return`` builds a policy from its parameters:
+    ``def retry_pattern(wait_gen, exc, **kw): return backoff.on_exception(wait_gen, exc, jitter=None, **kw)``."""
+
+    function: cst.FunctionDef
+    params: Dict[str, cst.Param]
+    #: The ``**kwargs`` parameter's name, handed on to the policy as ``**kwargs``.
+    kwargs: str
+
+
+def factory_of(call: cst.Call, ctx: ModuleContext) -> Optional[Factory]:
+    """The factory ``call`` is the returned value of, when the call reads its parameters."""
+    statement = ctx.parent(call)
+    function = ctx.enclosing_function(call)
+    if not isinstance(statement, cst.Return) or function is None or ctx.enclosing_class(function) is not None:
+        return None
+    returns = [n for n in walk(function.body) if isinstance(n, cst.Return)]
+    if returns != [statement] or isinstance(function.params.star_arg, cst.Param):
+        return None
+    declared = [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]
+    params = {p.name.value: p for p in declared}
+    star = function.params.star_kwarg
+    kwargs = star.name.value if isinstance(star, cst.Param) else ""
+    read = {n.value for n in walk(call, skip=()) if isinstance(n, cst.Name)}
+    if not read & (set(params) | {kwargs} - {""}):
+        return None
+    for node in walk(function.body):
+        targets = node.targets if isinstance(node, cst.Assign) else [node] if isinstance(
+            node, (cst.AugAssign, cst.AnnAssign)) else []
+        for target in targets:
+            if isinstance(target.target, cst.Name) and target.target.value in params | ({kwargs: None} if kwargs else {}):
+                return None  # a parameter changed before the return: not the value a use passes
+    return Factory(function, params, kwargs)
+
+
+def _applications(factory: Factory, ctx: ModuleContext) -> List[cst.Call]:
+    """The calls of the factory in this module (``@retry_pattern(...)``, ``retry_pattern(...)(f)``)."""
+    name = factory.function.name.value
+    found = []
+    for node in walk(ctx.module, skip=()):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
+            bindings = ctx.bindings(node.func)
+            if len(bindings) == 1 and bindings[0].node is factory.function:
+                found.append(node)
+    return found
+
+
+def _bind(factory: Factory, use: cst.Call) -> Optional[Tuple[Dict[str, cst.BaseExpression], Dict[str, cst.BaseExpression]]]:
+    """What one use passes for each parameter (defaults for the rest), and the keywords its
+    ``**kwargs`` collects; None when that cannot be read (``*args`` at the use, a missing argument)."""
+    if any(arg.star for arg in use.args):
+        return None
+    positional, keywords = call_args(use)
+    params = factory.function.params
+    order = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if len(positional) > len(order):
+        return None
+    bound: Dict[str, cst.BaseExpression] = dict(zip(order, positional))
+    extras: Dict[str, cst.BaseExpression] = {}
+    for key, value in keywords.items():
+        if key in factory.params and key not in bound:
+            bound[key] = value
+        elif factory.kwargs:
+            extras[key] = value
+        else:
+            return None
+    for name, param in factory.params.items():
+        if name not in bound:
+            if param.default is None:
+                return None
+            bound[name] = param.default
+    return bound, extras
+
+
+def factory_uses(call: cst.Call, ctx: ModuleContext, policy_of) -> Optional[List[RetryPolicy]]:
+    """A policy built by a decorator factory from its parameters, judged at each call of the
+    factory in this module with the values that call passes (the schedule is the use's: one site
+    may pass ``backoff.expo``, another ``backoff.constant``) and reported there, naming the
+    factory. None when ``call`` is not so built or nothing here calls the factory (a public
+    helper: judged where built, as before)."""
+    factory = factory_of(call, ctx)
+    if factory is None:
+        return None
+    uses = _applications(factory, ctx)
+    if not uses:
+        return None
+    args, _ = expand(call, ctx)
+    own = policy_of(call, args, ctx)
+    if own is not None and _read_in_full(own):
+        return None  # the parameters only name errors or hooks: judged once, where it is built
+    out: List[RetryPolicy] = []
+    for use in uses:
+        binding = _bind(factory, use)
+        if binding is None:
+            continue  # unknown values: nothing to judge at this use
+        bound, extras = binding
+        args = _substituted(call, factory, bound, extras)
+        nested = [n for a in call.args for n in walk(a.value, skip=(), include_root=False)
+                  if isinstance(n, cst.Name) and n.value in bound]
+        for name in nested:
+            ctx._substitutions[name] = bound[name.value]  # read through by the delay reader and resolve()
+        try:
+            policy = policy_of(call, args, ctx)
+        finally:
+            for name in nested:
+                ctx._substitutions.pop(name, None)
+        if policy is not None:
+            out.append(_at_use(policy, use, factory, ctx))
+    return out
+
+
+def _read_in_full(policy: RetryPolicy) -> bool:
+    """The bound and the delay schedule are read without any use's values."""
+    delay, bound = policy.delay, policy.bound
+    if delay.kind is DelayKind.UNKNOWN or delay.jitter.kind is JitterKind.UNKNOWN:
+        return False
+    return all(v is not UNKNOWN for v in (delay.base, delay.factor, delay.cap, delay.step, bound.attempts, bound.deadline))
+
+
+def _substituted(call: cst.Call, factory: Factory, bound: Dict[str, cst.BaseExpression],
+                 extras: Dict[str, cst.BaseExpression]) -> Args:
+    def given(expr: cst.BaseExpression) -> cst.BaseExpression:
+        return bound.get(expr.value, expr) if isinstance(expr, cst.Name) else expr
+
+    base = Args.of(call)
+    keywords = {key: given(value) for key, value in base.keywords.items()}
+    opaque = False
+    for arg in call.args:
+        if arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == factory.kwargs:
+            for key, value in extras.items():
+                keywords.setdefault(key, value)
+        elif arg.star:
+            opaque = True
+    return Args(call, [given(value) for value in base.positional], keywords, opaque)
+
+
+def _at_use(policy: RetryPolicy, use: cst.Call, factory: Factory, ctx: ModuleContext) -> RetryPolicy:
+    """The factory's policy moved to the use that gave its values."""
+    from ...program import Value
+
+    where = ctx.location(use)
+    old = policy.location
+    target = decorated(use, ctx)
+
+    def moved(location: Optional[Location]) -> Optional[Location]:
+        return where if location == old else location
+
+    statuses = policy.statuses
+    if statuses is not None and statuses.location == old:
+        statuses = replace(statuses, location=where)
+    name = factory.function.name.value
+    shown = f"built by `{name}(...)`"
+    ctx.outside_values.append((use, Value("", shown, ctx.path, old.line, shown=shown)))
+    return policy.with_(
+        location=where,
+        delay_location=moved(policy.delay_location),
+        errors=tuple(replace(e, location=moved(e.location)) for e in policy.errors),
+        statuses=statuses,
+        header_lines=tuple(where.lines),
+        extent=ctx.location(target) if target is not None else where,
+        operation=target.name.value if target is not None else policy.operation,
+        is_async=bool(target is not None and target.asynchronous is not None),
+        anchor=use,
+        description=f"{policy.description} (built by `{name}(...)` at line {old.line})",
+    )
 
 
 # ---------------------------------------------------------------- narrowing

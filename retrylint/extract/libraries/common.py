@@ -54,6 +54,9 @@ class Args:
 def resolve(expr: Optional[cst.BaseExpression], ctx: ModuleContext, depth: int = 0) -> Optional[cst.BaseExpression]:
     """Follow a name bound exactly once (locally or at module level) to its value."""
     expr = unwrap_await(expr) if expr is not None else None
+    argument = ctx.substitution(expr) if expr is not None else None
+    if argument is not None:
+        expr = unwrap_await(argument)  # a factory's parameter: what its use passed
     while isinstance(expr, cst.Name) and depth < 4 and expr.value not in ("None", "True", "False"):
         bindings = [b for b in ctx.bindings(expr) if b.kind != "import"]
         values = [b.value for b in bindings if b.kind in ("assign", "annassign") and b.value is not None]

@@ -29,7 +29,7 @@ from ...model import (
 from ...narrowing import Trigger
 from ...syntax import dotted_name, walk
 from ..context import ModuleContext
-from .built import expand, merge, place
+from .built import expand, factory_uses, merge, place
 from .common import (
     Args,
     bare_decorators,
@@ -75,6 +75,10 @@ TRIGGER = Trigger(text=text_trigger("tenacity"), calls=_WORDS, decorators=_WORDS
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
     placed = []
     for call in calls_named(ctx, POLICIES):
+        uses = factory_uses(call, ctx, lambda c, a, x: _policy(c, a, x, defaults=True))
+        if uses is not None:
+            placed.extend((policy, None) for policy in uses)
+            continue
         args, built = expand(call, ctx)
         placed.append((place(_policy(call, args, ctx, defaults=True), built, ctx), built))
     for name in bare_decorators(ctx, frozenset({"tenacity.retry"})):
