@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
 from libcst._metadata_dependent import LazyValue
@@ -351,6 +352,16 @@ class ModuleContext:
     def substitution(self, name: cst.CSTNode) -> Optional[cst.BaseExpression]:
         """The argument a call passed for a helper's parameter."""
         return self._substitutions.get(name)
+
+    @contextlib.contextmanager
+    def substituted(self, arguments: Dict[cst.CSTNode, cst.BaseExpression]) -> Iterator[None]:
+        """Read parameter names as the arguments one call passed, for the ``with`` body only."""
+        self._substitutions.update(arguments)
+        try:
+            yield
+        finally:
+            for name in arguments:
+                self._substitutions.pop(name, None)
 
     def write_in_strategy(self, key: str, helper, counter: str) -> Optional[cst.BaseExpression]:
         """A delay strategy's expression, to judge on its own (:mod:`.strategies`): its other

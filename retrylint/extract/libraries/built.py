@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from ...model import UNKNOWN, DelayKind, JitterKind, Location, RetryPolicy
+from ...model import Location, RetryPolicy
 from ...narrowing import Trigger, Words
 from ...syntax import call_args, dotted_name, walk
 from ..context import ModuleContext
@@ -787,35 +787,27 @@ def factory_uses(call: cst.Call, ctx: ModuleContext, policy_of) -> Optional[List
         return None
     args, _ = expand(call, ctx)
     own = policy_of(call, args, ctx)
-    if own is not None and _read_in_full(own):
-        return None  # the parameters only name errors or hooks: judged once, where it is built
-    out: List[RetryPolicy] = []
+    out: List[Tuple[RetryPolicy, cst.Call]] = []
     for use in uses:
         binding = _bind(factory, use)
         if binding is None:
             continue  # unknown values: nothing to judge at this use
         bound, extras = binding
         args = _substituted(call, factory, bound, extras)
-        nested = [n for a in call.args for n in walk(a.value, skip=(), include_root=False)
-                  if isinstance(n, cst.Name) and n.value in bound]
-        for name in nested:
-            ctx._substitutions[name] = bound[name.value]  # read through by the delay reader and resolve()
-        try:
+        # ``stop_after_attempt(attempts)``: parameters inside the arguments, read through by resolve()
+        nested = {n: bound[n.value] for a in call.args for n in walk(a.value, skip=(), include_root=False)
+                  if isinstance(n, cst.Name) and n.value in bound}
+        with ctx.substituted(nested):
             policy = policy_of(call, args, ctx)
-        finally:
-            for name in nested:
-                ctx._substitutions.pop(name, None)
         if policy is not None:
-            out.append(_at_use(policy, use, factory, ctx))
-    return out
+            out.append((policy, use))
+    if own is not None and all(_same_schedule(policy, own) for policy, _ in out):
+        return None  # no use's values change the bound or the schedule: judged once, where built
+    return [_at_use(policy, use, factory, ctx) for policy, use in out]
 
 
-def _read_in_full(policy: RetryPolicy) -> bool:
-    """The bound and the delay schedule are read without any use's values."""
-    delay, bound = policy.delay, policy.bound
-    if delay.kind is DelayKind.UNKNOWN or delay.jitter.kind is JitterKind.UNKNOWN:
-        return False
-    return all(v is not UNKNOWN for v in (delay.base, delay.factor, delay.cap, delay.step, bound.attempts, bound.deadline))
+def _same_schedule(policy: RetryPolicy, own: RetryPolicy) -> bool:
+    return policy.bound == own.bound and replace(policy.delay, text="") == replace(own.delay, text="")
 
 
 def _substituted(call: cst.Call, factory: Factory, bound: Dict[str, cst.BaseExpression],
