@@ -30,6 +30,7 @@ from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, FUNCTIONS, function_may_recurse
 from .bounds import CounterInfo, GuardEnv, classify_guard, find_counters
 from .context import ModuleContext
+from ..program import DEFAULT
 from .delays import DelayEnv, classify
 from .waits import Sleep, sleep_of
 from .errors import describe_handler, retried_error
@@ -350,7 +351,7 @@ def _counters(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], ctx:
         step = amount if isinstance(value.operator, cst.Add) else -amount
         default = defaults.get(param)
         init: Num = number(default) if default is not None and number(default) is not None else UNKNOWN
-        counters[param] = CounterInfo(init, step)
+        counters[param] = CounterInfo(_started_by_callers(func, param, init, step, ctx), step)
     # Counters stepped in the body: ``self._attempts += 1`` or ``retry_count = retry_count + 1``
     # before calling again.
     for name, info in find_counters(ctx.writes_in(func.body), ctx, func).items():
@@ -361,6 +362,23 @@ def _counters(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], ctx:
             init: Num = number(default) if default is not None and number(default) is not None else UNKNOWN
             counters[name] = CounterInfo(init, info.step, info.update_line)
     return counters
+
+
+def _started_by_callers(func: cst.FunctionDef, param: str, init: Num, step: float, ctx: ModuleContext) -> Num:
+    """Where the module's callers start a recursion's counter (``self.connect(5)`` for
+    ``def connect(self, retry=0)``): the most retries any of them allows, the default for a caller
+    that leaves it out, unknown when one passes a value not read. No caller here: the default."""
+    node = next((p for p in _params(func) if p.name.value == param), None)
+    values = ctx.parameter_values(node) if node is not None else None
+    if not values or step == 0:
+        return init
+    starts: List[float] = []
+    for value in values:
+        start = init if value is DEFAULT else value
+        if isinstance(start, bool) or not isinstance(start, (int, float)):
+            return UNKNOWN
+        starts.append(float(start))
+    return max(starts) if step < 0 else min(starts)  # counting down: the highest start; up: the lowest
 
 
 def _bound(func: cst.FunctionDef, call: cst.Call, roles: Dict[str, str], env: GuardEnv, ctx: ModuleContext) -> Bound:

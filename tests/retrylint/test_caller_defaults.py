@@ -202,3 +202,46 @@ def test_a_setting_read_with_a_literal_default_has_that_value():
     unknown = _findings(SETTINGS.replace("ATTEMPTS", "self.DEFAULT").replace("WAIT", "self.DEFAULT_WAIT"))
     assert [f.code for f in unknown] == ["RTY202"]
     assert "30 s" not in unknown[0].message and "a limited number of attempts" in unknown[0].message
+
+
+# ---------------------------------------------------------------- a recursion's counter
+
+RECONNECT = """
+import aiohttp
+
+
+class Source:
+    def __init__(self, session, url, max_connect_retry=5):
+        self._session = session
+        self._url = url
+        self._max_connect_retry = max_connect_retry
+
+    async def connect(self, retry=0):
+        try:
+            self._response = await self._session.get(self._url)
+        except aiohttp.ClientConnectionError:
+            if retry <= 0:
+                raise
+            await self.connect(retry - 1)
+
+    async def __aenter__(self):
+        await self.connect(CALLER_PASSES)
+        return self
+"""
+
+
+def test_a_recursion_counter_starts_where_its_callers_start_it():
+    # Default 0 says "one attempt", but the one caller starts it at 3: three immediate retries.
+    findings = _findings(RECONNECT.replace("CALLER_PASSES", "3"))
+    assert [f.code for f in findings] == ["RTY201"]
+    assert "at most 4 attempts" in findings[0].message
+
+
+def test_a_recursion_counter_its_callers_leave_at_zero_never_retries():
+    assert _codes(RECONNECT.replace("CALLER_PASSES", "")) == set()
+    assert _codes(RECONNECT.replace("CALLER_PASSES", "0")) == set()
+
+
+def test_a_recursion_counter_a_caller_starts_from_an_unread_value_is_limited_but_unknown():
+    # ``self._max_connect_retry``: limited by a value not read; the retry is still immediate.
+    assert _codes(RECONNECT.replace("CALLER_PASSES", "self._max_connect_retry")) == {"RTY201"}
