@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import itertools
 import hashlib
+import http
 import math
 import os
 import re
@@ -40,6 +41,8 @@ _TIMEDELTA_UNITS = {"days": 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds"
 #: How many imports/bases a value may be followed through.
 _HOPS = 4
 _MISSING = object()
+#: Calls that build a collection from a literal one.
+_COLLECTIONS = frozenset({"frozenset", "set", "tuple", "list"})
 #: Method names of builtin types: ``obj.get(...)`` may be a dict's, not the method asked about.
 _BUILTIN_METHODS = frozenset(
     name for kind in (dict, list, str, bytes, set, tuple, int, float, object) for name in dir(kind)
@@ -191,6 +194,9 @@ def fold(node: Optional[ast.AST], env: Dict[str, Tuple[Any, int]]) -> Any:
         return _MISSING
     if isinstance(node, ast.BinOp):
         left, right = fold(node.left, env), fold(node.right, env)
+        if isinstance(left, tuple) and isinstance(right, tuple) and isinstance(node.op, (ast.Add, ast.BitOr)):
+            # ``BASE_STATUSES + (409,)``, ``RETRYABLE | {502}``: one collection of literals
+            return left + tuple(v for v in right if v not in left) if isinstance(node.op, ast.BitOr) else left + right
         if not (_is_number(left) and _is_number(right)):
             return _MISSING
         try:
@@ -209,9 +215,19 @@ def fold(node: Optional[ast.AST], env: Dict[str, Tuple[Any, int]]) -> Any:
         except (ArithmeticError, ValueError):
             return _MISSING
         return _MISSING
-    if isinstance(node, (ast.Tuple, ast.List)):
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        # a set is kept as a tuple in its written order: only membership is ever asked of it
         items = tuple(fold(e, env) for e in node.elts)
         return _MISSING if any(i is _MISSING or isinstance(i, tuple) for i in items) else items
+    if isinstance(node, ast.Attribute) and _dotted(node.value) in ("HTTPStatus", "http.HTTPStatus"):
+        member = getattr(http.HTTPStatus, node.attr, None)
+        return int(member) if isinstance(member, http.HTTPStatus) else _MISSING
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _COLLECTIONS
+            and len(node.args) <= 1
+            and not node.keywords):
+        # ``frozenset([500, 502])``, ``set()``: the literal collection inside
+        inner = fold(node.args[0], env) if node.args else ()
+        return inner if isinstance(inner, tuple) else _MISSING
     default = _setting_default(node) if isinstance(node, ast.Call) else None
     if default is not None:
         return fold(default, env)  # ``config.getint("core", "rpc-retry-wait", 30)``

@@ -304,7 +304,10 @@ def _polls(
         # written as a retry schedule (``wait_until_ready`` backing off ``2 ** attempt``).
         return True
     if status is not None:
-        return False  # a failed HTTP status going round is a retry
+        # A failed HTTP status going round is a retry, unless the loop waits for a state and the
+        # status path sleeps as the poll does (dashscope's ``wait``: 503 and "RUNNING" alike wait
+        # ``wait_seconds``): the failure adds no call the poll would not make.
+        return loops_until_a_state(loop, result_names) or awaits_a_state(statements(loop.body), ctx, result_names)
     return loops_until_a_state(loop, result_names) or any(
         awaits_a_state(statements(t.node.body) + statements(t.node.orelse) + list(t.rest), ctx, result_names)
         for t in retry_trys

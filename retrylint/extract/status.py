@@ -274,9 +274,15 @@ def _collection(expr: cst.BaseExpression, ctx: ModuleContext, depth: int = 0) ->
             constant = ctx.module_constant(expr.value, expr)
             if constant is not None:
                 return _collection(constant, ctx, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.BitOr)) and depth < 5:
+        # ``BASE_STATUSES + (409,)``, ``RETRYABLE | {502}``
+        left, right = _collection(expr.left, ctx, depth + 1), _collection(expr.right, ctx, depth + 1)
+        return left | right if left is not None and right is not None else None
     if isinstance(expr, cst.Attribute) and depth < 5:
-        # self.RETRY_STATUSES / cls.RETRY_CODES: a class constant we did not resolve.
-        return None
+        # ``self.RETRY_STATUSES``, ``Client.RETRY_CODES``, ``settings.RETRY_ON``: a value the
+        # program view knows (a class attribute, a settings field, another module's constant)
+        known = ctx.outside_value(expr)
+        return _collection(known, ctx, depth + 1) if known is not None else None
     return None
 
 

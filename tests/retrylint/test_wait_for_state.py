@@ -379,3 +379,45 @@ class HttpSensorTrigger:
     assert "RTY202" in _codes(source.replace("class HttpSensorTrigger", "class HttpClient"))
     # A class that reads a sensor is no airflow sensor: its retry of a read is judged as one.
     assert "RTY202" in _codes(source.replace("class HttpSensorTrigger", "class SensorReader"))
+
+
+STATUS_POLL = """
+def wait_available(client, cluster_id):
+    delay = 1
+    while True:
+        delay = min(delay * 2, 5)
+        response = client.describe_clusters(ClusterIdentifier=cluster_id)
+        if response.status_code == 200:
+            state = response.json()["state"]
+            if state in (ClusterState.AVAILABLE, ClusterState.FAILED):
+                return response
+            time.sleep(delay)
+        elif response.status_code in (503, 504):
+            time.sleep(delay)
+        else:
+            return response
+"""
+
+
+def test_a_failed_status_polled_at_the_polls_own_pace_is_no_retry():
+    # dashscope's ``wait``: a 503 waits ``wait_seconds`` as "still running" does
+    assert _both(STATUS_POLL) == set()
+
+
+def test_a_failed_status_going_round_at_once_in_a_poll_is_an_immediate_retry():
+    hot = STATUS_POLL.replace("        elif response.status_code in (503, 504):\n            time.sleep(delay)",
+                              "        elif response.status_code in (503, 504):\n            continue")
+    assert hot != STATUS_POLL
+    assert "RTY201" in _both(hot)
+
+
+def test_a_failed_status_retried_with_no_state_awaited_is_still_a_retry():
+    # The twin: the 200 branch returns at once, so nothing is polled; 503 backs off without jitter.
+    retry = STATUS_POLL.replace(
+        '            state = response.json()["state"]\n'
+        "            if state in (ClusterState.AVAILABLE, ClusterState.FAILED):\n"
+        "                return response\n"
+        "            time.sleep(delay)\n",
+        "            return response\n")
+    assert retry != STATUS_POLL
+    assert "RTY203" in _both(retry)
