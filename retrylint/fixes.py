@@ -146,7 +146,6 @@ class Fixer:
         if len(line) > limit or len(before) + len(single) + len(after) <= limit:
             return None  # it fits; or the line was long already (the file is not ruff-formatted)
         indent = line[: len(line) - len(line.lstrip())]
-        inner = indent + "    "
         # ruff format splits the outermost brackets first: ``f(g(a, b))`` becomes
         # ``f(\n    g(a, b)\n)`` when ``g(a, b)`` then fits on its own line.
         top = call

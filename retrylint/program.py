@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from .classifiers import Classifier, read_classifier
 from .model import TASK_QUEUE_SOURCES
-from .summaries import self_attributes_cleared, unique_nested_functions
+from .summaries import calls_raise_for_status, raises_on_client_errors, self_attributes_cleared, unique_nested_functions
 from .syntax import ast_dotted_name as _dotted
 
 if TYPE_CHECKING:
@@ -149,6 +149,9 @@ class ModuleFacts:
     wrappers: Dict[str, "Wrapper"] = field(default_factory=dict)
     #: status predicates (``_should_retry(response)``): ``name`` or ``Class.name`` → what they accept
     classifiers: Dict[str, Classifier] = field(default_factory=dict)
+    #: functions that raise for a failed HTTP status: ``name`` or ``Class.name`` → ``"http"`` (they
+    #: call ``raise_for_status()``) or ``"own"`` (they raise an error of their own for 4xx too)
+    status_raisers: Dict[str, str] = field(default_factory=dict)
     #: module functions with a retry-like decorator (``@retry(...)``, ``@backoff.on_exception``)
     #: → the lines of their decorators: what a caller elsewhere may retry around (RTY501)
     retried: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
@@ -343,6 +346,7 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
             _note_helper(facts, statement.name, statement, method=False)
             _note_wrapper(facts, statement.name, statement, method=False)
             _note_classifier(facts, statement.name, statement, method=False)
+            _note_status_raiser(facts, statement.name, statement)
         elif isinstance(statement, ast.ClassDef):
             for member in statement.body:
                 if isinstance(member, _FUNCTIONS):
@@ -351,6 +355,7 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
                     _note_wrapper(facts, f"{statement.name}.{member.name}", member, method=not _is_static(member))
                     _note_classifier(facts, f"{statement.name}.{member.name}", member,
                                      method=not _is_static(member))
+                    _note_status_raiser(facts, f"{statement.name}.{member.name}", member)
     _note_nested_classifiers(tree, facts)
     return facts
 
@@ -362,6 +367,13 @@ def _note_nested_classifiers(tree: ast.Module, facts: ModuleFacts) -> None:
         m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, _FUNCTIONS)]
     for name, inner in unique_nested_functions(tree, outer):
         _note_classifier(facts, name, inner, method=False)
+
+
+def _note_status_raiser(facts: ModuleFacts, key: str, func: ast.AST) -> None:
+    if calls_raise_for_status(func):
+        facts.status_raisers[key] = "http"
+    elif raises_on_client_errors(func):
+        facts.status_raisers[key] = "own"
 
 
 def _note_classifier(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:
@@ -1117,6 +1129,13 @@ class Program:
         """The status predicate a call calls (``self._should_retry(response)``), found as
         :meth:`helper` finds a delay helper."""
         return self._function_fact("classifiers", name, receiver, owner)
+
+    def status_raiser(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[str]:
+        """What a called function raises for a failed HTTP status (``"http"``: the HTTP library's
+        error, from ``raise_for_status()``; ``"own"``: its own error, 4xx included), found as
+        :meth:`helper` finds a delay helper, base classes and imports included; None if it does not."""
+        found = self._function_fact("status_raisers", name, receiver, owner)
+        return found[0] if found is not None else None
 
     def _function_fact(self, table: str, name: str, receiver: Optional[str], owner: Optional[str]):
         own = self.own()

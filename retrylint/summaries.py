@@ -33,6 +33,8 @@ class Summaries:
         self._limiters: Dict[str, bool] = {}
         self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
         self._status_checkers: Dict[str, bool] = {}
+        self._raise_for_status_callers: Dict[str, bool] = {}
+        self._client_error_raisers: Dict[str, bool] = {}
         self._prompters: Dict[str, bool] = {}
         self._answerers: Dict[str, bool] = {}
 
@@ -67,6 +69,19 @@ class Summaries:
         """The helper raises for a response that is not a success (``if response.status != 200:
         raise ...``, ``response.raise_for_status()``): a status test after it sees successes only."""
         return self._asked(key, self._status_checkers, _raises_on_bad_status)
+
+    def __contains__(self, key: Optional[str]) -> bool:
+        """Is ``key`` a function this module defines?"""
+        return key is not None and key in self._functions
+
+    def calls_raise_for_status(self, key: Optional[str]) -> bool:
+        """The helper calls ``raise_for_status()``: what it raises is the HTTP library's own error."""
+        return self._asked(key, self._raise_for_status_callers, calls_raise_for_status)
+
+    def raises_on_client_errors(self, key: Optional[str]) -> bool:
+        """The helper raises an error of its own for 4xx statuses too (``if r.status_code != 200:
+        raise ApiError(r)``, ``>= 400``), not only for 5xx (``>= 500``)."""
+        return self._asked(key, self._client_error_raisers, raises_on_client_errors)
 
     def asks_a_person(self, key: Optional[str]) -> bool:
         """The helper reads what a person types (``input()``, ``getpass``, a prompt call, or
@@ -291,10 +306,50 @@ def _raises_when_spent(func: ast.AST) -> bool:
 _BAD_STATUS_OPS = (ast.NotEq, ast.NotIn, ast.Gt, ast.GtE)
 
 
-def _raises_on_bad_status(func: ast.AST) -> bool:
+def _raise_for_status_calls(func: ast.AST) -> Tuple[int, int]:
+    """(calls of ``raise_for_status()`` whose error leaves as it is, calls inside a ``try`` whose
+    handler raises something else in its place: ``except HTTPError as e: raise ApiError(...) from e``)."""
+    wrapped: set = set()
     for node in ast.walk(func):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "raise_for_status":
-            return True
+        if isinstance(node, ast.Try) and any(any(isinstance(n, ast.Raise) and n.exc is not None for n in ast.walk(h))
+                                             for h in node.handlers):
+            for statement in node.body:
+                wrapped.update(id(n) for n in ast.walk(statement) if _is_raise_for_status(n))
+    calls = [n for n in ast.walk(func) if _is_raise_for_status(n)]
+    inside = sum(1 for n in calls if id(n) in wrapped)
+    return len(calls) - inside, inside
+
+
+def _is_raise_for_status(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "raise_for_status"
+
+
+def calls_raise_for_status(func: ast.AST) -> bool:
+    """The HTTP library's own error leaves the function for a failed status."""
+    return _raise_for_status_calls(func)[0] > 0
+
+
+def raises_on_client_errors(func: ast.AST) -> bool:
+    if _raise_for_status_calls(func)[1]:
+        return True  # the HTTP error, wrapped into the package's own
+    for node in ast.walk(func):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and any(isinstance(s, ast.Raise) for s in node.body):
+            left = node.test.left
+            if not (isinstance(left, ast.Attribute) and left.attr in ("status", "status_code")) or len(node.test.ops) != 1:
+                continue
+            op, right = node.test.ops[0], node.test.comparators[0]
+            if isinstance(op, (ast.NotEq, ast.NotIn)):
+                return True
+            bound = right.value if isinstance(right, ast.Constant) and isinstance(right.value, int) else None
+            if bound is not None and (isinstance(op, ast.Gt) and bound < 400 or isinstance(op, ast.GtE) and bound <= 400):
+                return True
+    return False
+
+
+def _raises_on_bad_status(func: ast.AST) -> bool:
+    if any(_is_raise_for_status(n) for n in ast.walk(func)):
+        return True
+    for node in ast.walk(func):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and any(isinstance(s, ast.Raise) for s in node.body):
             left = node.test.left
             if (isinstance(left, ast.Attribute) and left.attr in ("status", "status_code")

@@ -376,10 +376,42 @@ def _names(node: cst.CSTNode) -> List[str]:
     return out
 
 
-def is_http_status_error(handler: Handler, raises_for_status: bool) -> bool:
+def status_raises(attempt: cst.CSTNode, ctx: ModuleContext) -> Tuple[bool, bool]:
+    """What a failed HTTP status raises in the attempt: (an HTTP error, from ``raise_for_status()``
+    called there or in a helper of this module that calls it; an error of the package's own, from a
+    helper that raises for a status that is not a success, ``if r.status_code != 200: raise
+    ApiError(r)``)."""
+    http_error = own_error = False
+    for node in walk_local(attempt):
+        if not isinstance(node, cst.Call):
+            continue
+        if last_name(node.func) == "raise_for_status":
+            http_error = True
+            continue
+        key = ctx.helper_key(node)
+        if ctx.summaries.calls_raise_for_status(key):
+            http_error = True
+        elif ctx.summaries.raises_on_client_errors(key):
+            own_error = True
+        elif key is None or key not in ctx.summaries:
+            # a function of another module of the checked tree, or a method of a base class
+            callee = ctx.callee(node)
+            if callee is not None:
+                name, receiver = callee
+                owner = ctx.enclosing_class(node) if receiver in ("self", "cls") else None
+                raised = ctx.program.status_raiser(name, receiver, owner)
+                http_error = http_error or raised == "http"
+                own_error = own_error or raised == "own"
+    return http_error, own_error
+
+
+def is_http_status_error(handler: Handler, raises_for_status: bool, raises_own_status_error: bool = False) -> bool:
     names = set(handler.names)
     if names & HTTP_STATUS_EXCEPTIONS:
         return True
+    if handler.catch_all:
+        # ``except Exception`` around ``raise_for_status()`` retries every 4xx as well (and is RTY301 too)
+        return raises_for_status or raises_own_status_error
     return raises_for_status and bool(names & HTTP_ERROR_BASES)
 
 
@@ -388,6 +420,7 @@ def retried_error(
     ctx: ModuleContext,
     permanent_exit_before: bool,
     raises_for_status: bool,
+    raises_own_status_error: bool = False,
 ) -> RetriedError:
     filtered = filters_failure(handler, ctx)
     node = handler.node
@@ -401,7 +434,7 @@ def retried_error(
         names=handler.names,
         permanent_exit_before=permanent_exit_before or filtered,
         checks_status=filtered,
-        raises_http_status=is_http_status_error(handler, raises_for_status),
+        raises_http_status=is_http_status_error(handler, raises_for_status, raises_own_status_error),
         location=location,
         text="except" + (" " + ctx.code(node.type) if node.type is not None else ""),
     )

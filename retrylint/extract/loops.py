@@ -62,7 +62,7 @@ from ..syntax import (
 from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
-from .errors import Handler, describe_handler, failure_names, retried_error
+from .errors import Handler, describe_handler, failure_names, is_http_status_error, retried_error, status_raises
 from .switches import exits_first_by_default, truth_by_default
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_branch, status_outcomes
 from .polls import (
@@ -227,7 +227,7 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
 
     counters = dict(iteration.counters)
     counters.update(counted)
-    bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys)
+    bound, give_up_node = _bound(loop, ctx, iteration, counters, writes, retry_trys, status=status)
     by_default = _attempts_by_default(loop, ctx, bound, iteration, counters, writes, retry_trys)
     if known(by_default) and float(by_default) <= 1:  # type: ignore[arg-type]
         return None  # ``def fetch(url, retries=0)``: with the defaults the loop runs once
@@ -1384,12 +1384,15 @@ def _bound(
     writes: Dict[str, List[Binding]],
     retry_trys: List[TryAnalysis],
     defaults: bool = False,
+    status: Optional[StatusSite] = None,
 ) -> Tuple[Bound, Optional[cst.CSTNode]]:
     """The site's bound: the loosest over its retry paths (``defaults``: limits read as their
     parameters' defaults, see :func:`_attempts_by_default`).
 
     A guard inside one ``except`` handler bounds only that handler's path: a limit on
-    timeouts does not stop the retries of connection errors.
+    timeouts does not stop the retries of connection errors. So does a guard inside the branch
+    that sends a status round (``if response.status_code == 429: sleep(retry_after); continue``):
+    a limit on connection errors does not stop the 429s.
     """
     failing = frozenset(
         name for t in retry_trys for h in t.handlers for name in failure_names(h, ctx)
@@ -1400,6 +1403,8 @@ def _bound(
     handlers = [h for t in retry_trys for h in t.retrying]
     shared = _PathBound(attempts=iteration.attempts, deadline=_enclosing_timeout(loop, ctx))
     per_handler = {id(h.node): _PathBound() for h in handlers}
+    decider = status.decider if status is not None else None
+    status_path = _PathBound() if decider is not None else None
     texts: List[str] = []
     give_up: Optional[cst.CSTNode] = None
     if iteration.attempts is not None:
@@ -1432,7 +1437,12 @@ def _bound(
         owner = next((h for h in handlers if ctx.is_inside(node, h.node)), None)
         if owner is None and any(ctx.is_inside(node, h.node) for t in retry_trys for h in t.handlers):
             continue  # a test on the path of a failure that is not retried (rq's DequeueTimeout) bounds nothing
-        target = per_handler[id(owner.node)] if owner is not None else shared
+        if owner is not None:
+            target = per_handler[id(owner.node)]
+        elif status_path is not None and node is not decider and ctx.is_inside(node, decider):
+            target = status_path
+        else:
+            target = shared
         if _is_gate(node):
             target.possible = True  # ``if retry.handle_retry(): continue``: a policy object decides
             continue
@@ -1455,7 +1465,10 @@ def _bound(
     for handler in handlers:
         if _delegates_to_policy(handler) or _hands_over_the_limit(handler, ctx):
             per_handler[id(handler.node)].possible = True
-    paths = [shared.merged(per_handler[id(h.node)]) for h in handlers] or [shared]
+    paths = [shared.merged(per_handler[id(h.node)]) for h in handlers]
+    if status_path is not None:
+        paths.append(shared.merged(status_path))
+    paths = paths or [shared]
     return _loosest(paths, "; ".join(texts)), give_up
 
 
@@ -1945,15 +1958,17 @@ def _same_schedule(a: Delay, b: Delay) -> bool:
 def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext, counters: Dict[str, CounterInfo]) -> Tuple[RetriedError, ...]:
     out = []
     for analysis in retry_trys:
-        raises_for_status = any(
-            isinstance(n, cst.Call) and last_name(n.func) == "raise_for_status" for n in walk_local(analysis.node.body)
-        )
+        raises_for_status, raises_own = status_raises(analysis.node.body, ctx)
         rest_filter = _rest_filters(analysis.rest, ctx, counters)
         for handler in analysis.retrying:
             index = analysis.handlers.index(handler)
             earlier_exit = any(h in analysis.exiting for h in analysis.handlers[:index])
             falls = FALL in outcomes(statements(handler.node.body))
-            out.append(retried_error(handler, ctx, earlier_exit or (falls and rest_filter), raises_for_status))
+            # an earlier ``except HTTPError`` takes the status errors; a later catch-all never sees them
+            taken = any(not h.catch_all and is_http_status_error(h, raises_for_status, raises_own)
+                        for h in analysis.handlers[:index])
+            out.append(retried_error(handler, ctx, earlier_exit or (falls and rest_filter),
+                                     raises_for_status and not taken, raises_own and not taken))
     return tuple(out)
 
 

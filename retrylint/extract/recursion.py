@@ -33,7 +33,7 @@ from .context import ModuleContext
 from ..program import DEFAULT
 from .delays import DelayEnv, classify
 from .waits import Sleep, sleep_of
-from .errors import describe_handler, retried_error
+from .errors import describe_handler, is_http_status_error, retried_error, status_raises
 from .polls import attempt_probes, named_for_waiting, waits_for_readiness
 from .switches import taken_only_when
 from .same_operation import MUTATORS, bookkeeping, creates_missing, populates_missing, renews_credentials
@@ -267,18 +267,18 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         if isinstance(try_node, cst.Try) and timeout_only(handler) and attempt_waits_with_timeout(try_node, ctx):
             return None  # ``wait_for(queue.put(x), timeout=1)`` again: waiting for room, not retrying
         earlier_exit = False
-        raises_for_status = False
+        raises_for_status = raises_own = False
         if isinstance(try_node, cst.Try):
             for other in try_node.handlers:
                 if other is failure:
                     break
                 if outcomes(other.body.body if isinstance(other.body, cst.IndentedBlock) else []) & EXITS:
                     earlier_exit = True
-            raises_for_status = any(
-                isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "raise_for_status"
-                for n in walk(try_node.body)
-            )
-        errors = (retried_error(handler, ctx, earlier_exit, raises_for_status),)
+            raises_for_status, raises_own = status_raises(try_node.body, ctx)
+            earlier = [describe_handler(h, ctx) for h in try_node.handlers[:list(try_node.handlers).index(failure)]]
+            if any(not h.catch_all and is_http_status_error(h, raises_for_status, raises_own) for h in earlier):
+                raises_for_status = raises_own = False  # an earlier ``except HTTPError`` takes them
+        errors = (retried_error(handler, ctx, earlier_exit, raises_for_status, raises_own),)
 
     location = ctx.location(func.name)
     header_start = ctx.location(func)

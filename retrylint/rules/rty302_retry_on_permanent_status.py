@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..describe import status_list
-from ..model import RetryPolicy
+from ..model import CatchKind, RetryPolicy
 from ..settings import Settings
 from .base import Diagnostic, Invalid, Rule, Valid
 
@@ -210,7 +210,25 @@ class RetryOnPermanentStatus(Rule):
             ''',
             "code in a docstring",
         ),
+        Valid(
+            """
+            import time, requests
+            class Api:
+                def _checked(self, response):
+                    if response.status_code >= 500:
+                        raise RuntimeError(response.text)
+                    return response
+                def fetch(self, url):
+                    for attempt in range(3):
+                        try:
+                            return self._checked(requests.get(url))
+                        except Exception:
+                            time.sleep(2 ** attempt)
+            """,
+            "the helper raises for 5xx only: 4xx come back as responses (RTY301 speaks of the catch-all)",
+        ),
     ]
+
     INVALID = [
         Invalid(
             """
@@ -322,6 +340,20 @@ class RetryOnPermanentStatus(Rule):
             """,
             line=9,
         ),
+        Invalid(
+            """
+            import time, requests
+            def upload(url, data):
+                for attempt in range(3):
+                    try:
+                        response = requests.put(url, data=data)
+                        response.raise_for_status()
+                        return response
+                    except Exception:
+                        time.sleep(attempt + 1)
+            """,
+            line=9,
+        ),
     ]
 
     def check(self, policy: RetryPolicy, settings: Settings) -> Iterable[Diagnostic]:
@@ -337,10 +369,15 @@ class RetryOnPermanentStatus(Rule):
         for clause in policy.errors:
             if not clause.raises_http_status or clause.checks_status or clause.permanent_exit_before:
                 continue
-            caught = ", ".join(f"`{n}`" for n in clause.names)
+            caught = ", ".join(f"`{n}`" for n in clause.names) or "every exception"
+            if clause.kind is CatchKind.CATCH_ALL:
+                # ``except Exception`` around ``raise_for_status()``: the status errors are in it
+                what = f"{caught}, which includes the error a failed HTTP status raises in the attempt,"
+            else:
+                what = caught
             yield self.at(
                 policy,
-                f"{policy.description} retries {caught} without looking at its status, so 4xx responses are "
+                f"{policy.description} retries {what} without looking at its status, so 4xx responses are "
                 "retried too; re-raise unless the status is 408, 429 or 5xx",
                 clause.location,
             )

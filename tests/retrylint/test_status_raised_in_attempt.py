@@ -1,0 +1,238 @@
+"""A failed HTTP status raised inside the attempt and caught broadly (issue 12, helpers): RTY302.
+
+``raise_for_status()`` in the try, or in a helper of the module the attempt calls, turns every
+4xx into an exception; ``except Exception`` (or ``except requests.RequestException``) around it
+retries them all with no look at the status. A helper that raises an error of the package's own
+for a status that is not a success counts for a catch-all handler; one that raises for 5xx only
+does not, and neither does a handler that cannot catch what is raised.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from retrylint.engine import check_source, settings_with
+from retrylint.rules import RULES
+
+CODES = tuple(rule.code for rule in RULES)
+
+
+def _codes(source: str):
+    source = textwrap.dedent(source).lstrip("\n")
+    compile(source, "case.py", "exec")
+    report = check_source(source, "case.py", settings_with(CODES))
+    assert report.error is None, report.error
+    return {(f.code, f.location.line) for f in report.findings}
+
+
+def _rty302_lines(source: str):
+    return sorted(line for code, line in _codes(source) if code == "RTY302")
+
+
+DIRECT = """
+import time
+import requests
+
+
+def upload(url, data):
+    for attempt in range(3):
+        try:
+            response = requests.put(url, data=data)
+            response.raise_for_status()
+            return response
+        {handler}
+            time.sleep(attempt + 1)
+    raise RuntimeError(url)
+"""
+
+
+@pytest.mark.parametrize("handler", ["except Exception:", "except:", "except BaseException:",
+                                     "except requests.RequestException:"])
+def test_a_broad_handler_around_raise_for_status_retries_4xx(handler):
+    assert _rty302_lines(DIRECT.format(handler=handler)) == [11]
+
+
+def test_the_catch_all_is_rty301_as_well_and_the_message_says_why_302():
+    source = textwrap.dedent(DIRECT.format(handler="except Exception:")).lstrip("\n")
+    findings = check_source(source, "case.py", settings_with(CODES)).findings
+    assert {f.code for f in findings} >= {"RTY301", "RTY302"}
+    (message,) = [f.message for f in findings if f.code == "RTY302"]
+    assert "includes the error a failed HTTP status raises" in message
+
+
+def test_a_status_filter_before_the_catch_all_is_an_exit():
+    source = DIRECT.format(handler="""except requests.HTTPError as e:
+            if e.response.status_code < 500:
+                raise
+            time.sleep(attempt + 1)
+        except Exception:""")
+    assert _rty302_lines(source) == []
+
+
+def test_a_catch_all_around_an_attempt_that_raises_no_status_is_only_rty301():
+    source = DIRECT.format(handler="except Exception:").replace("            response.raise_for_status()\n", "")
+    assert _rty302_lines(source) == []
+    assert ("RTY301", 10) in _codes(source)  # one line up: the removed call
+
+
+HELPER = """
+import time
+import requests
+
+
+class Client:
+    def _get_data(self, url):
+        response = self.session.get(url, timeout=10)
+        {check}
+        return response.json()
+
+    def fetch(self, url):
+        for attempt in range(3):
+            try:
+                return self._get_data(url)
+            {handler}
+                time.sleep(attempt + 1)
+        raise RuntimeError(url)
+"""
+
+RAISE_FOR_STATUS = "response.raise_for_status()"
+OWN_ERROR = "if response.status_code != 200:\n            raise ApiError(response.text)"
+OWN_ERROR_4XX = "if response.status_code >= 400:\n            raise ApiError(response.text)"
+ONLY_5XX = "if response.status_code >= 500:\n            raise ApiError(response.text)"
+WRAPPED = ("try:\n            response.raise_for_status()\n"
+           "        except requests.HTTPError as e:\n            raise ApiError(str(e)) from e")
+
+
+@pytest.mark.parametrize("check, handler, fires", [
+    (RAISE_FOR_STATUS, "except Exception:", True),
+    (RAISE_FOR_STATUS, "except requests.exceptions.RequestException:", True),
+    (OWN_ERROR, "except Exception:", True),
+    (OWN_ERROR_4XX, "except Exception:", True),
+    (WRAPPED, "except Exception:", True),
+    (WRAPPED, "except ApiError:", False),  # not a catch-all: which statuses it holds is not read
+    (WRAPPED, "except requests.RequestException:", False),  # the HTTP error never leaves the helper
+    # the VALID twins: 4xx never raise, or the handler cannot catch what is raised
+    (ONLY_5XX, "except Exception:", False),
+    (OWN_ERROR, "except requests.RequestException:", False),
+    ("pass", "except Exception:", False),
+])
+def test_a_helper_of_the_module_that_raises_for_a_status(check, handler, fires):
+    source = "class ApiError(Exception):\n    pass\n\n" + textwrap.dedent(HELPER).format(check=check, handler=handler)
+    lines = _rty302_lines(source)
+    assert bool(lines) is fires, lines
+
+
+def test_recursion_around_raise_for_status_with_a_catch_all():
+    source = """
+import time
+import requests
+
+
+def fetch(url, retries=3):
+    try:
+        response = requests.get(url, timeout=10)
+        response.raise_for_status()
+        return response
+    except Exception:
+        if retries <= 0:
+            raise
+        time.sleep(4 - retries)
+        return fetch(url, retries - 1)
+"""
+    assert _rty302_lines(source) == [10]
+
+
+def test_sync_and_async_twins_alike():
+    sync = """
+import time
+import httpx
+
+
+def fetch(client, url):
+    for attempt in range(3):
+        try:
+            response = client.get(url)
+            response.raise_for_status()
+            return response
+        except Exception:
+            time.sleep(attempt + 1)
+    raise RuntimeError(url)
+"""
+    asynchronous = (sync.replace("import time", "import asyncio").replace("def fetch", "async def fetch")
+                    .replace("client.get(", "await client.get(").replace("time.sleep(", "await asyncio.sleep("))
+    assert _rty302_lines(sync) == _rty302_lines(asynchronous) == [11]
+
+
+# ---------------------------------------------------------------- across modules
+
+HTTP_HELPERS = """
+import requests
+
+
+def get_json(url):
+    response = requests.get(url, timeout=10)
+    response.raise_for_status()
+    return response.json()
+
+
+def get_json_5xx(url):
+    response = requests.get(url, timeout=10)
+    if response.status_code >= 500:
+        raise RuntimeError(response.text)
+    return response.json()
+
+
+class BaseClient:
+    def _request(self, url):
+        response = requests.get(url, timeout=10)
+        if response.status_code not in (200, 201):
+            raise RuntimeError(response.text)
+        return response
+"""
+
+CALLER = """
+import time
+
+from .http import BaseClient, get_json, get_json_5xx
+
+
+def fetch(url):
+    for attempt in range(3):
+        try:
+            return {call}
+        except Exception:
+            time.sleep(attempt + 1)
+    raise RuntimeError(url)
+
+
+class Client(BaseClient):
+    def fetch(self, url):
+        for attempt in range(3):
+            try:
+                return self._request(url)
+            except Exception:
+                time.sleep(attempt + 1)
+        raise RuntimeError(url)
+"""
+
+
+def _across(project, run, call):
+    import json
+
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/http.py", HTTP_HELPERS)
+    project.write("pkg/client.py", CALLER.format(call=call))
+    code, out, err = run("check", "--no-cache", "--select", "RTY302", "--output-format", "json", "pkg")
+    assert code in (0, 1), err
+    return sorted(f["location"]["row"] for f in json.loads(out) if f["code"] == "RTY302")
+
+
+def test_a_helper_of_another_module_and_a_base_class_method_raise_for_status(project, run):
+    # line 10: get_json calls raise_for_status(); line 20: BaseClient._request raises for 4xx
+    assert _across(project, run, "get_json(url)") == [10, 20]
+
+
+def test_a_helper_of_another_module_raising_for_5xx_only_fires_nothing(project, run):
+    assert _across(project, run, "get_json_5xx(url)") == [20]
