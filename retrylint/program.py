@@ -151,7 +151,7 @@ class ModuleFacts:
     classifiers: Dict[str, Classifier] = field(default_factory=dict)
     #: functions that raise for a failed HTTP status: ``name`` or ``Class.name`` → ``"http"`` (they
     #: call ``raise_for_status()``) or ``"own"`` (they raise an error of their own for 4xx too)
-    status_raisers: Dict[str, str] = field(default_factory=dict)
+    status_raisers: Dict[str, Tuple[str, int]] = field(default_factory=dict)
     #: module functions with a retry-like decorator (``@retry(...)``, ``@backoff.on_exception``)
     #: → the lines of their decorators: what a caller elsewhere may retry around (RTY501)
     retried: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
@@ -371,9 +371,9 @@ def _note_nested_classifiers(tree: ast.Module, facts: ModuleFacts) -> None:
 
 def _note_status_raiser(facts: ModuleFacts, key: str, func: ast.AST) -> None:
     if calls_raise_for_status(func):
-        facts.status_raisers[key] = "http"
+        facts.status_raisers[key] = ("http", func.lineno)  # type: ignore[attr-defined]
     elif raises_on_client_errors(func):
-        facts.status_raisers[key] = "own"
+        facts.status_raisers[key] = ("own", func.lineno)  # type: ignore[attr-defined]
 
 
 def _note_classifier(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:
@@ -1130,12 +1130,17 @@ class Program:
         :meth:`helper` finds a delay helper."""
         return self._function_fact("classifiers", name, receiver, owner)
 
-    def status_raiser(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[str]:
+    def status_raiser(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[Tuple[str, Value]]:
         """What a called function raises for a failed HTTP status (``"http"``: the HTTP library's
-        error, from ``raise_for_status()``; ``"own"``: its own error, 4xx included), found as
-        :meth:`helper` finds a delay helper, base classes and imports included; None if it does not."""
+        error, from ``raise_for_status()``; ``"own"``: its own error, 4xx included) and where it is
+        (for ``explain``), found as :meth:`helper` finds a delay helper, base classes and imports
+        included; None if it does not raise for a status."""
         found = self._function_fact("status_raisers", name, receiver, owner)
-        return found[0] if found is not None else None
+        if found is None:
+            return None
+        (kind, line), facts = found
+        shown = f"`{name}` calls raise_for_status()" if kind == "http" else f"`{name}` raises its own error for 4xx"
+        return kind, Value("", name, facts.path, line, shown=shown)
 
     def _function_fact(self, table: str, name: str, receiver: Optional[str], owner: Optional[str]):
         own = self.own()

@@ -400,8 +400,11 @@ def status_raises(attempt: cst.CSTNode, ctx: ModuleContext) -> Tuple[bool, bool]
                 name, receiver = callee
                 owner = ctx.enclosing_class(node) if receiver in ("self", "cls") else None
                 raised = ctx.program.status_raiser(name, receiver, owner)
-                http_error = http_error or raised == "http"
-                own_error = own_error or raised == "own"
+                if raised is not None:
+                    kind, where = raised
+                    http_error = http_error or kind == "http"
+                    own_error = own_error or kind == "own"
+                    ctx.outside_values.append((node, where))  # shown by ``explain``
     return http_error, own_error
 
 

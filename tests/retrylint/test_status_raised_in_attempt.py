@@ -236,3 +236,24 @@ def test_a_helper_of_another_module_and_a_base_class_method_raise_for_status(pro
 
 def test_a_helper_of_another_module_raising_for_5xx_only_fires_nothing(project, run):
     assert _across(project, run, "get_json_5xx(url)") == [20]
+
+
+def test_explain_says_where_the_status_is_raised(project, run):
+    assert _across(project, run, "get_json(url)") == [10, 20]
+    code, out, err = run("explain", "pkg/client.py:7")
+    assert code == 0, err
+    assert "`get_json` calls raise_for_status(), pkg/http.py:4" in out
+    code, out, err = run("explain", "pkg/client.py:17")
+    assert "`_request` raises its own error for 4xx, pkg/http.py:18" in out
+
+
+def test_the_cache_misses_when_the_helper_module_changes(project, run):
+    import json
+
+    assert _across(project, run, "get_json(url)") == [10, 20]
+    code, out, _ = run("check", "--select", "RTY302", "--output-format", "json", "pkg")  # cached
+    assert sorted(f["location"]["row"] for f in json.loads(out)) == [10, 20]
+    # the helper stops raising for a status: client.py itself is unchanged
+    project.write("pkg/http.py", HTTP_HELPERS.replace("    response.raise_for_status()\n", ""))
+    code, out, _ = run("check", "--select", "RTY302", "--output-format", "json", "pkg")
+    assert sorted(f["location"]["row"] for f in json.loads(out)) == [20]
