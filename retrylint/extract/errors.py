@@ -376,17 +376,18 @@ def _names(node: cst.CSTNode) -> List[str]:
     return out
 
 
-def status_raises(attempt: cst.CSTNode, ctx: ModuleContext) -> Tuple[bool, bool]:
+def status_raises(try_node: cst.Try, ctx: ModuleContext) -> Tuple[bool, bool]:
     """What a failed HTTP status raises in the attempt: (an HTTP error, from ``raise_for_status()``
     called there or in a helper of this module that calls it; an error of the package's own, from a
     helper that raises for a status that is not a success, ``if r.status_code != 200: raise
     ApiError(r)``)."""
     http_error = own_error = False
-    for node in walk_local(attempt):
+    handled = {n.value for h in try_node.handlers for n in walk(h.body) if isinstance(n, cst.Name)}
+    for node in walk_local(try_node.body):
         if not isinstance(node, cst.Call):
             continue
         if last_name(node.func) == "raise_for_status":
-            http_error = True
+            http_error = http_error or not _gives_up_first(node, handled, ctx)
             continue
         key = ctx.helper_key(node)
         if ctx.summaries.calls_raise_for_status(key):
@@ -406,6 +407,26 @@ def status_raises(attempt: cst.CSTNode, ctx: ModuleContext) -> Tuple[bool, bool]
                     own_error = own_error or kind == "own"
                     ctx.outside_values.append((node, where))  # shown by ``explain``
     return http_error, own_error
+
+
+def _gives_up_first(call: cst.Call, handled: set, ctx: ModuleContext) -> bool:
+    """``if resp.status_code > 400: retries = self.max_retries - 1; resp.raise_for_status()``: the
+    branch sets what the handler tests to give up (geonode's thumbnails) before it raises."""
+    statement = ctx.statement_of(call)
+    if isinstance(ctx.parent(statement), cst.SimpleStatementLine):
+        statement = ctx.parent(statement)
+    block = ctx.parent(statement)
+    if not isinstance(block, cst.IndentedBlock) or not isinstance(ctx.parent(block), cst.If):
+        return False
+    for earlier in block.body:
+        if earlier is statement:
+            break
+        for small in earlier.body if isinstance(earlier, cst.SimpleStatementLine) else ():
+            targets = small.targets if isinstance(small, cst.Assign) else [small] if isinstance(
+                small, cst.AugAssign) else []
+            if any(isinstance(t.target, cst.Name) and t.target.value in handled for t in targets):
+                return True
+    return False
 
 
 def is_http_status_error(handler: Handler, raises_for_status: bool, raises_own_status_error: bool = False) -> bool:

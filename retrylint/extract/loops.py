@@ -1958,7 +1958,7 @@ def _same_schedule(a: Delay, b: Delay) -> bool:
 def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext, counters: Dict[str, CounterInfo]) -> Tuple[RetriedError, ...]:
     out = []
     for analysis in retry_trys:
-        raises_for_status, raises_own = status_raises(analysis.node.body, ctx)
+        raises_for_status, raises_own = status_raises(analysis.node, ctx)
         rest_filter = _rest_filters(analysis.rest, ctx, counters)
         for handler in analysis.retrying:
             index = analysis.handlers.index(handler)

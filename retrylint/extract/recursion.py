@@ -274,7 +274,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
                     break
                 if outcomes(other.body.body if isinstance(other.body, cst.IndentedBlock) else []) & EXITS:
                     earlier_exit = True
-            raises_for_status, raises_own = status_raises(try_node.body, ctx)
+            raises_for_status, raises_own = status_raises(try_node, ctx)
             earlier = [describe_handler(h, ctx) for h in try_node.handlers[:list(try_node.handlers).index(failure)]]
             if any(not h.catch_all and is_http_status_error(h, raises_for_status, raises_own) for h in earlier):
                 raises_for_status = raises_own = False  # an earlier ``except HTTPError`` takes them

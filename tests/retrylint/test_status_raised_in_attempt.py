@@ -257,3 +257,32 @@ def test_the_cache_misses_when_the_helper_module_changes(project, run):
     project.write("pkg/http.py", HTTP_HELPERS.replace("    response.raise_for_status()\n", ""))
     code, out, _ = run("check", "--select", "RTY302", "--output-format", "json", "pkg")
     assert sorted(f["location"]["row"] for f in json.loads(out)) == [20]
+
+
+def test_a_branch_that_sets_the_give_up_before_raising_is_an_exit():
+    # geonode's thumbnail tiles: a status above 400 spends the attempts, then raises
+    source = """
+import time
+import requests
+
+
+def tile(url, max_retries=3):
+    retries = 0
+    for _ in range(max_retries):
+        try:
+            resp = requests.get(url, timeout=10)
+            if resp.status_code >= 400:
+                retries = max_retries - 1
+                resp.raise_for_status()
+            return resp.content
+        except Exception:
+            if retries + 1 == max_retries:
+                raise
+            retries += 1
+            time.sleep(2)
+"""
+    found = {(code, line) for code, line in _codes(source)}
+    assert ("RTY302", 14) not in found  # the except line
+    # the twin: the branch sets something the handler never reads; the 4xx are retried
+    twin = source.replace("retries = max_retries - 1", "reason = resp.reason")
+    assert ("RTY302", 14) in _codes(twin)
