@@ -418,14 +418,33 @@ def _gives_up_first(call: cst.Call, handled: set, ctx: ModuleContext) -> bool:
     block = ctx.parent(statement)
     if not isinstance(block, cst.IndentedBlock) or not isinstance(ctx.parent(block), cst.If):
         return False
+    return _assigns_before(block, statement, handled)
+
+
+def _assigns_before(block: cst.IndentedBlock, statement: cst.CSTNode, names: set) -> bool:
     for earlier in block.body:
         if earlier is statement:
             break
         for small in earlier.body if isinstance(earlier, cst.SimpleStatementLine) else ():
             targets = small.targets if isinstance(small, cst.Assign) else [small] if isinstance(
                 small, cst.AugAssign) else []
-            if any(isinstance(t.target, cst.Name) and t.target.value in handled for t in targets):
+            if any(isinstance(t.target, cst.Name) and t.target.value in names for t in targets):
                 return True
+    return False
+
+
+def forces_give_up(branch: cst.If, try_node: cst.Try) -> bool:
+    """A branch of the attempt that spends the attempts and then raises (``retries =
+    max_retries - 1; resp.raise_for_status()``): what it tests is given up at once, through the
+    handler's own give-up. A permanent-error exit, and its statuses are not retried."""
+    if not isinstance(branch.body, cst.IndentedBlock):
+        return False
+    handled = {n.value for h in try_node.handlers for n in walk(h.body) if isinstance(n, cst.Name)}
+    for statement in branch.body.body:
+        raising = [n for n in walk(statement) if isinstance(n, cst.Raise)
+                   or isinstance(n, cst.Call) and last_name(n.func) == "raise_for_status"]
+        if raising:
+            return _assigns_before(branch.body, statement, handled)
     return False
 
 

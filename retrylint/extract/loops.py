@@ -62,7 +62,9 @@ from ..syntax import (
 from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
-from .errors import Handler, describe_handler, failure_names, is_http_status_error, retried_error, status_raises
+from .errors import (
+    Handler, describe_handler, failure_names, forces_give_up, is_http_status_error, retried_error, status_raises,
+)
 from .switches import exits_first_by_default, truth_by_default
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_branch, status_outcomes
 from .polls import (
@@ -208,6 +210,9 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     all_counters = {**iteration.counters, **counted}
     retry_trys = [t for t in (_same_operation_again(t, loop, ctx, writes, all_counters) for t in retry_trys) if t.retrying]
     status = _status_site(loop, ctx, writes)
+    if status is not None and any(ctx.is_inside(status.test, t.node.body) and forces_give_up(status.test, t.node)
+                                  for t in retry_trys):
+        status = None  # the branch spends the attempts and raises: its statuses are given up
     if not retry_trys and status is None:
         return None
     operations = [t.operation for t in retry_trys if t.operation is not None]
@@ -1960,6 +1965,7 @@ def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext, counters: Dict[st
     for analysis in retry_trys:
         raises_for_status, raises_own = status_raises(analysis.node, ctx)
         rest_filter = _rest_filters(analysis.rest, ctx, counters)
+        gives_up = any(isinstance(n, cst.If) and forces_give_up(n, analysis.node) for n in walk_local(analysis.node.body))
         for handler in analysis.retrying:
             index = analysis.handlers.index(handler)
             earlier_exit = any(h in analysis.exiting for h in analysis.handlers[:index])
@@ -1967,7 +1973,7 @@ def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext, counters: Dict[st
             # an earlier ``except HTTPError`` takes the status errors; a later catch-all never sees them
             taken = any(not h.catch_all and is_http_status_error(h, raises_for_status, raises_own)
                         for h in analysis.handlers[:index])
-            out.append(retried_error(handler, ctx, earlier_exit or (falls and rest_filter),
+            out.append(retried_error(handler, ctx, earlier_exit or gives_up or (falls and rest_filter),
                                      raises_for_status and not taken, raises_own and not taken))
     return tuple(out)
 
