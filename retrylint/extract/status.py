@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..classifiers import ALL_STATUSES, FLAG_ATTRS, named_status, statuses_compared
 from ..syntax import dotted_name, number, unwrap_await, walk
+from ..program import DEFAULT
 from .context import ModuleContext
 
 STATUS_ATTRS = frozenset({"status_code", "status", "code", "status_int", "http_status", "getcode"})
@@ -138,7 +139,7 @@ def _budget_check(test: cst.BaseExpression) -> bool:
 def classified(call: cst.Call, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
     """``self._should_retry(response)``: the statuses a status predicate of the checked tree
     returns true for (:mod:`retrylint.classifiers`), when the call hands it a response or status."""
-    callee = ctx.callee(call)
+    callee = ctx.callee(call) or _default_predicate(call, ctx)
     if callee is None:
         return None
     name, receiver = callee
@@ -157,6 +158,26 @@ def classified(call: cst.Call, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
     if argument is None or not RESPONSE_OR_STATUS.search(dotted_name(unwrap_await(argument)) or ""):
         return None  # ``candidates.may_classify`` asks the same before libcst runs
     return frozenset(classifier.statuses)
+
+
+def _default_predicate(call: cst.Call, ctx: ModuleContext) -> Optional[Tuple[str, None]]:
+    """``backoff_if(response.status_code)`` with ``backoff_if=is_backoff_status_code`` a parameter
+    that no caller in the package sets (nomic's ``request_backoff``): the default predicate."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    bindings = ctx.bindings(call.func)
+    if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].value, cst.Name):
+        return None
+    param = bindings[0].node
+    if not isinstance(param, cst.Param) or not (ctx.parameter_unset(param) or _left_out(param, ctx)):
+        return None
+    return bindings[0].value.value, None
+
+
+def _left_out(param: cst.Param, ctx: ModuleContext) -> bool:
+    """Every call of the function in this module leaves the parameter out, and none elsewhere passes it."""
+    values = ctx.parameter_values(param)
+    return bool(values) and all(v is DEFAULT for v in values) and ctx.parameter_unset_elsewhere(param)
 
 
 def _comparison(test: cst.Comparison, ctx: ModuleContext) -> Optional[FrozenSet[int]]:

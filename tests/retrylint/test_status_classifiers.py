@@ -278,3 +278,41 @@ def test_a_status_retried_while_attempts_remain_and_a_request_built_each_pass():
     assert "409" in message
     twin = AGENTSTUDIO.replace("(408, 409, 429)", "(408, 429)")
     assert _rty302(twin) == []
+
+
+NOMIC = """
+def is_backoff_status_code(code: int):
+    if code == 429 or code >= {floor}:
+        return True
+    return False
+
+
+def request_backoff(callable, init_backoff=1.0, ratio=2.0, max_retries=5, backoff_if=is_backoff_status_code):
+    response = callable()
+    for attempt in range(max_retries + 1):
+        if attempt == max_retries:
+            return response
+        if backoff_if(response.status_code):
+            delay = init_backoff * (ratio**attempt)
+            time.sleep(delay)
+            response = callable()
+        else:
+            break
+    return response
+
+
+def embed(url):
+    return request_backoff(lambda: httpx.post(url){passes})
+"""
+
+
+def test_a_predicate_given_as_a_parameter_default_is_read():
+    # nomic's ``request_backoff``: no caller passes ``backoff_if``, so the default decides
+    codes = {f.code for f in _findings(NOMIC.format(floor=500, passes=""))}
+    assert "RTY203" in codes and "RTY302" not in codes
+    assert any("404" in m for m in _rty302(NOMIC.format(floor=404, passes="")))
+
+
+def test_a_predicate_parameter_a_caller_passes_stays_unknown():
+    source = NOMIC.format(floor=404, passes=", backoff_if=lambda code: code == 503")
+    assert _rty302(source) == []
