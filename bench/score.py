@@ -262,11 +262,16 @@ def compute_spans(labels: list[Label], corpus: Path) -> dict[tuple[str, int], tu
         tree = trees[lb.file]
         if tree is None:
             continue
-        if lb.kind in ("call", "decorator"):
+        policy_like = lb.kind in ("call", "decorator")
+        if lb.kind == "not-a-retry" and not any(isinstance(n, _LOOPS + _DEFS) and n.lineno == lb.line
+                                                 for n in ast.walk(tree)):
+            policy_like = True  # a look-alike policy (``Retry(total=0)``) or decorator, spanned as one
+        if policy_like:
             # A library policy: the statement (or decorator expression) starting at the line.
-            if lb.kind == "decorator":
-                nodes = [d for n in ast.walk(tree) if isinstance(n, _DEFS + (ast.ClassDef,))
-                         for d in n.decorator_list if d.lineno == lb.line]
+            decorators = [d for n in ast.walk(tree) if isinstance(n, _DEFS + (ast.ClassDef,))
+                          for d in n.decorator_list if d.lineno == lb.line]
+            if lb.kind == "decorator" or (lb.kind == "not-a-retry" and decorators):
+                nodes = decorators
             else:
                 nodes = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno == lb.line]
                 if not nodes:
