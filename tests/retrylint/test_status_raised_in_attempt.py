@@ -36,15 +36,15 @@ import time
 import requests
 
 
-def upload(url, data):
+def publish(endpoint, payload):
     for attempt in range(3):
         try:
-            response = requests.put(url, data=data)
-            response.raise_for_status()
-            return response
+            reply = requests.post(endpoint, json=payload, timeout=5)
+            reply.raise_for_status()
+            return reply.json()
         {handler}
             time.sleep(attempt + 1)
-    raise RuntimeError(url)
+    raise RuntimeError(endpoint)
 """
 
 
@@ -72,7 +72,7 @@ def test_a_status_filter_before_the_catch_all_is_an_exit():
 
 
 def test_a_catch_all_around_an_attempt_that_raises_no_status_is_only_rty301():
-    source = DIRECT.format(handler="except Exception:").replace("            response.raise_for_status()\n", "")
+    source = DIRECT.format(handler="except Exception:").replace("            reply.raise_for_status()\n", "")
     assert _rty302_lines(source) == []
     assert ("RTY301", 10) in _codes(source)  # one line up: the removed call
 
