@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from .classifiers import Classifier, read_classifier
 from .model import TASK_QUEUE_SOURCES
-from .summaries import calls_raise_for_status, raises_on_client_errors, self_attributes_cleared, unique_nested_functions
+from .summaries import self_attributes_cleared, status_raise_kind, unique_nested_functions
 from .syntax import ast_dotted_name as _dotted
 
 if TYPE_CHECKING:
@@ -226,8 +226,7 @@ def fold(node: Optional[ast.AST], env: Dict[str, Tuple[Any, int]]) -> Any:
         member = getattr(http.HTTPStatus, node.attr, None)
         return int(member) if isinstance(member, http.HTTPStatus) else _MISSING
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _COLLECTIONS
-            and len(node.args) <= 1
-            and not node.keywords):
+            and len(node.args) <= 1 and not node.keywords):
         # ``frozenset([500, 502])``, ``set()``: the literal collection inside
         inner = fold(node.args[0], env) if node.args else ()
         return inner if isinstance(inner, tuple) else _MISSING
@@ -370,10 +369,9 @@ def _note_nested_classifiers(tree: ast.Module, facts: ModuleFacts) -> None:
 
 
 def _note_status_raiser(facts: ModuleFacts, key: str, func: ast.AST) -> None:
-    if calls_raise_for_status(func):
-        facts.status_raisers[key] = ("http", func.lineno)  # type: ignore[attr-defined]
-    elif raises_on_client_errors(func):
-        facts.status_raisers[key] = ("own", func.lineno)  # type: ignore[attr-defined]
+    kind = status_raise_kind(func)
+    if kind is not None:
+        facts.status_raisers[key] = (kind, func.lineno)  # type: ignore[attr-defined]
 
 
 def _note_classifier(facts: ModuleFacts, key: str, func: ast.AST, method: bool) -> None:

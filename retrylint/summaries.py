@@ -33,8 +33,7 @@ class Summaries:
         self._limiters: Dict[str, bool] = {}
         self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
         self._status_checkers: Dict[str, bool] = {}
-        self._raise_for_status_callers: Dict[str, bool] = {}
-        self._client_error_raisers: Dict[str, bool] = {}
+        self._status_raise_kinds: Dict[str, Optional[str]] = {}
         self._prompters: Dict[str, bool] = {}
         self._answerers: Dict[str, bool] = {}
 
@@ -74,14 +73,14 @@ class Summaries:
         """Is ``key`` a function this module defines?"""
         return key is not None and key in self._functions
 
-    def calls_raise_for_status(self, key: Optional[str]) -> bool:
-        """The helper calls ``raise_for_status()``: what it raises is the HTTP library's own error."""
-        return self._asked(key, self._raise_for_status_callers, calls_raise_for_status)
-
-    def raises_on_client_errors(self, key: Optional[str]) -> bool:
-        """The helper raises an error of its own for 4xx statuses too (``if r.status_code != 200:
-        raise ApiError(r)``, ``>= 400``), not only for 5xx (``>= 500``)."""
-        return self._asked(key, self._client_error_raisers, raises_on_client_errors)
+    def status_raise_kind(self, key: Optional[str]) -> Optional[str]:
+        """What the helper raises for a failed status (:func:`status_raise_kind`), None for a
+        function this module does not define or one that raises nothing for a status."""
+        if key is None or key not in self._functions:
+            return None
+        if key not in self._status_raise_kinds:
+            self._status_raise_kinds[key] = status_raise_kind(self._functions[key][1])
+        return self._status_raise_kinds[key]
 
     def asks_a_person(self, key: Optional[str]) -> bool:
         """The helper reads what a person types (``input()``, ``getpass``, a prompt call, or
@@ -324,38 +323,41 @@ def _is_raise_for_status(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "raise_for_status"
 
 
-def calls_raise_for_status(func: ast.AST) -> bool:
-    """The HTTP library's own error leaves the function for a failed status."""
-    return _raise_for_status_calls(func)[0] > 0
+def status_raise_kind(func: ast.AST) -> Optional[str]:
+    """What a function raises for a failed HTTP status: ``"http"`` when the HTTP library's own
+    error leaves it (``raise_for_status()``), ``"own"`` when it raises an error of its own for 4xx
+    too (``if r.status_code != 200: raise ApiError(r)``, ``>= 400``, a wrapped ``HTTPError``), None
+    when it raises for 5xx only (``>= 500``) or not at all."""
+    free, wrapped = _raise_for_status_calls(func)
+    if free:
+        return "http"
+    if wrapped:
+        return "own"  # the HTTP error, wrapped into the package's own
+    for test in _status_raise_tests(func):
+        if len(test.ops) != 1:
+            continue
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.NotEq, ast.NotIn)):
+            return "own"
+        bound = right.value if isinstance(right, ast.Constant) and isinstance(right.value, int) else None
+        if bound is not None and (isinstance(op, ast.Gt) and bound < 400 or isinstance(op, ast.GtE) and bound <= 400):
+            return "own"
+    return None
 
 
-def raises_on_client_errors(func: ast.AST) -> bool:
-    if _raise_for_status_calls(func)[1]:
-        return True  # the HTTP error, wrapped into the package's own
+def _status_raise_tests(func: ast.AST) -> Iterator[ast.Compare]:
+    """``if r.status_code <op> …: raise …``: the comparisons of a status that raise."""
     for node in ast.walk(func):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and any(isinstance(s, ast.Raise) for s in node.body):
             left = node.test.left
-            if not (isinstance(left, ast.Attribute) and left.attr in ("status", "status_code")) or len(node.test.ops) != 1:
-                continue
-            op, right = node.test.ops[0], node.test.comparators[0]
-            if isinstance(op, (ast.NotEq, ast.NotIn)):
-                return True
-            bound = right.value if isinstance(right, ast.Constant) and isinstance(right.value, int) else None
-            if bound is not None and (isinstance(op, ast.Gt) and bound < 400 or isinstance(op, ast.GtE) and bound <= 400):
-                return True
-    return False
+            if isinstance(left, ast.Attribute) and left.attr in ("status", "status_code"):
+                yield node.test
 
 
 def _raises_on_bad_status(func: ast.AST) -> bool:
     if any(_is_raise_for_status(n) for n in ast.walk(func)):
         return True
-    for node in ast.walk(func):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and any(isinstance(s, ast.Raise) for s in node.body):
-            left = node.test.left
-            if (isinstance(left, ast.Attribute) and left.attr in ("status", "status_code")
-                    and all(isinstance(op, _BAD_STATUS_OPS) for op in node.test.ops)):
-                return True
-    return False
+    return any(all(isinstance(op, _BAD_STATUS_OPS) for op in test.ops) for test in _status_raise_tests(func))
 
 
 def _tests_errno(func: ast.AST) -> bool:

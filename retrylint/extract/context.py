@@ -400,15 +400,23 @@ class ModuleContext:
             return (func.attr.value, receiver) if receiver is not None else None
         return None
 
-    def helper_delay(self, call: cst.Call, want: str) -> Optional[cst.BaseExpression]:
-        """The delay a call's helper ``returns`` or ``sleeps``, written in terms of the call's
-        arguments (``self._backoff(attempt)`` → ``min(60, 0.5 * 2 ** attempt)``); None when
-        the helper is not one expression of its parameters."""
+    def program_callee(self, call: cst.Call) -> Optional[Tuple[str, Optional[str], Optional[str]]]:
+        """:meth:`callee` with the class a ``self.m(…)``/``cls.m(…)`` call looks its method up in
+        (the enclosing one; None for any other receiver): what the program view is asked with."""
         callee = self.callee(call)
         if callee is None:
             return None
         name, receiver = callee
-        owner = self.enclosing_class(call) if receiver in ("self", "cls") else None
+        return name, receiver, self.enclosing_class(call) if receiver in ("self", "cls") else None
+
+    def helper_delay(self, call: cst.Call, want: str) -> Optional[cst.BaseExpression]:
+        """The delay a call's helper ``returns`` or ``sleeps``, written in terms of the call's
+        arguments (``self._backoff(attempt)`` → ``min(60, 0.5 * 2 ** attempt)``); None when
+        the helper is not one expression of its parameters."""
+        callee = self.program_callee(call)
+        if callee is None:
+            return None
+        name, receiver, owner = callee
         found = self.program.helper(name, receiver, owner)
         if found is None and receiver == "self" and owner is not None:
             # ``self._backoff_fn = backoff_fn or self.backoff`` in ``__init__``: the method it holds
@@ -511,6 +519,14 @@ class ModuleContext:
         """No call of the function in another module of the package passes this parameter."""
         key = self._parameter_key(param)
         return key is not None and not self.program.passed_elsewhere(key[0], key[1], key[2])
+
+    def parameter_left_out(self, param: cst.Param) -> bool:
+        """No caller anywhere in the package passes this parameter: no call of the function here
+        does, or every call here leaves it out, and no call in another module passes it."""
+        if self.parameter_unset(param):
+            return True
+        values = self.parameter_values(param)
+        return bool(values) and all(v is DEFAULT for v in values) and self.parameter_unset_elsewhere(param)
 
     def parameter_as_shipped(self, param: cst.Param) -> bool:
         """The parameter holds its default wherever the package calls the function: no call here

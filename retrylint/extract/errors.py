@@ -382,7 +382,7 @@ def status_raises(try_node: cst.Try, ctx: ModuleContext) -> Tuple[bool, bool]:
     helper that raises for a status that is not a success, ``if r.status_code != 200: raise
     ApiError(r)``)."""
     http_error = own_error = False
-    handled = {n.value for h in try_node.handlers for n in walk(h.body) if isinstance(n, cst.Name)}
+    handled = _handler_names(try_node)
     for node in walk_local(try_node.body):
         if not isinstance(node, cst.Call):
             continue
@@ -390,23 +390,36 @@ def status_raises(try_node: cst.Try, ctx: ModuleContext) -> Tuple[bool, bool]:
             http_error = http_error or not _gives_up_first(node, handled, ctx)
             continue
         key = ctx.helper_key(node)
-        if ctx.summaries.calls_raise_for_status(key):
-            http_error = True
-        elif ctx.summaries.raises_on_client_errors(key):
-            own_error = True
-        elif key is None or key not in ctx.summaries:
-            # a function of another module of the checked tree, or a method of a base class
-            callee = ctx.callee(node)
-            if callee is not None:
-                name, receiver = callee
-                owner = ctx.enclosing_class(node) if receiver in ("self", "cls") else None
-                raised = ctx.program.status_raiser(name, receiver, owner)
-                if raised is not None:
-                    kind, where = raised
-                    http_error = http_error or kind == "http"
-                    own_error = own_error or kind == "own"
-                    ctx.outside_values.append((node, where))  # shown by ``explain``
+        if key in ctx.summaries:
+            kind = ctx.summaries.status_raise_kind(key)
+        else:
+            kind = _status_raise_elsewhere(node, ctx)
+        http_error = http_error or kind == "http"
+        own_error = own_error or kind == "own"
     return http_error, own_error
+
+
+def _status_raise_elsewhere(call: cst.Call, ctx: ModuleContext) -> Optional[str]:
+    """What a function of another module of the checked tree, or a method of a base class,
+    raises for a failed status (noted for ``explain``)."""
+    callee = ctx.program_callee(call)
+    raised = ctx.program.status_raiser(*callee) if callee is not None else None
+    if raised is None:
+        return None
+    kind, where = raised
+    ctx.outside_values.append((call, where))
+    return kind
+
+
+def _handler_names(try_node: cst.Try) -> set:
+    """The names the handlers of ``try_node`` read or write."""
+    return {n.value for h in try_node.handlers for n in walk(h.body) if isinstance(n, cst.Name)}
+
+
+def taken_earlier(earlier: Sequence[Handler], raises_for_status: bool, raises_own_status_error: bool) -> bool:
+    """An earlier ``except HTTPError`` takes the status errors: a later catch-all never sees them."""
+    return any(not h.catch_all and is_http_status_error(h, raises_for_status, raises_own_status_error)
+               for h in earlier)
 
 
 def _gives_up_first(call: cst.Call, handled: set, ctx: ModuleContext) -> bool:
@@ -439,7 +452,7 @@ def forces_give_up(branch: cst.If, try_node: cst.Try) -> bool:
     handler's own give-up. A permanent-error exit, and its statuses are not retried."""
     if not isinstance(branch.body, cst.IndentedBlock):
         return False
-    handled = {n.value for h in try_node.handlers for n in walk(h.body) if isinstance(n, cst.Name)}
+    handled = _handler_names(try_node)
     for statement in branch.body.body:
         raising = [n for n in walk(statement) if isinstance(n, cst.Raise)
                    or isinstance(n, cst.Call) and last_name(n.func) == "raise_for_status"]

@@ -63,7 +63,7 @@ from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import (
-    Handler, describe_handler, failure_names, forces_give_up, is_http_status_error, retried_error, status_raises,
+    Handler, describe_handler, failure_names, forces_give_up, retried_error, status_raises, taken_earlier,
 )
 from .switches import exits_first_by_default, truth_by_default
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_branch, status_outcomes
@@ -1970,9 +1970,7 @@ def _errors(retry_trys: List[TryAnalysis], ctx: ModuleContext, counters: Dict[st
             index = analysis.handlers.index(handler)
             earlier_exit = any(h in analysis.exiting for h in analysis.handlers[:index])
             falls = FALL in outcomes(statements(handler.node.body))
-            # an earlier ``except HTTPError`` takes the status errors; a later catch-all never sees them
-            taken = any(not h.catch_all and is_http_status_error(h, raises_for_status, raises_own)
-                        for h in analysis.handlers[:index])
+            taken = taken_earlier(analysis.handlers[:index], raises_for_status, raises_own)
             out.append(retried_error(handler, ctx, earlier_exit or gives_up or (falls and rest_filter),
                                      raises_for_status and not taken, raises_own and not taken))
     return tuple(out)

@@ -33,7 +33,7 @@ from .context import ModuleContext
 from ..program import DEFAULT
 from .delays import DelayEnv, classify
 from .waits import Sleep, sleep_of
-from .errors import describe_handler, is_http_status_error, retried_error, status_raises
+from .errors import describe_handler, retried_error, status_raises, taken_earlier
 from .polls import attempt_probes, named_for_waiting, waits_for_readiness
 from .switches import taken_only_when
 from .same_operation import MUTATORS, bookkeeping, creates_missing, populates_missing, renews_credentials
@@ -276,8 +276,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
                     earlier_exit = True
             raises_for_status, raises_own = status_raises(try_node, ctx)
             earlier = [describe_handler(h, ctx) for h in try_node.handlers[:list(try_node.handlers).index(failure)]]
-            if any(not h.catch_all and is_http_status_error(h, raises_for_status, raises_own) for h in earlier):
-                raises_for_status = raises_own = False  # an earlier ``except HTTPError`` takes them
+            if taken_earlier(earlier, raises_for_status, raises_own):
+                raises_for_status = raises_own = False
         errors = (retried_error(handler, ctx, earlier_exit, raises_for_status, raises_own),)
 
     location = ctx.location(func.name)

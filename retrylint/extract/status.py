@@ -9,7 +9,6 @@ import libcst as cst
 
 from ..classifiers import ALL_STATUSES, FLAG_ATTRS, named_status, statuses_compared
 from ..syntax import dotted_name, number, unwrap_await, walk
-from ..program import DEFAULT
 from .context import ModuleContext
 
 STATUS_ATTRS = frozenset({"status_code", "status", "code", "status_int", "http_status", "getcode"})
@@ -139,14 +138,10 @@ def _budget_check(test: cst.BaseExpression) -> bool:
 def classified(call: cst.Call, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
     """``self._should_retry(response)``: the statuses a status predicate of the checked tree
     returns true for (:mod:`retrylint.classifiers`), when the call hands it a response or status."""
-    callee = ctx.callee(call) or _default_predicate(call, ctx)
-    if callee is None:
+    callee = ctx.program_callee(call) or _default_predicate(call, ctx)
+    if callee is None or any(arg.star for arg in call.args):
         return None
-    name, receiver = callee
-    if any(arg.star for arg in call.args):
-        return None
-    owner = ctx.enclosing_class(call) if receiver in ("self", "cls") else None
-    found = ctx.program.classifier(name, receiver, owner)
+    found = ctx.program.classifier(*callee)
     if found is None:
         return None
     classifier = found[0]
@@ -160,7 +155,7 @@ def classified(call: cst.Call, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
     return frozenset(classifier.statuses)
 
 
-def _default_predicate(call: cst.Call, ctx: ModuleContext) -> Optional[Tuple[str, None]]:
+def _default_predicate(call: cst.Call, ctx: ModuleContext) -> Optional[Tuple[str, None, None]]:
     """``backoff_if(response.status_code)`` with ``backoff_if=is_backoff_status_code`` a parameter
     that no caller in the package sets (nomic's ``request_backoff``): the default predicate."""
     if not isinstance(call.func, cst.Name):
@@ -169,15 +164,9 @@ def _default_predicate(call: cst.Call, ctx: ModuleContext) -> Optional[Tuple[str
     if len(bindings) != 1 or bindings[0].kind != "param" or not isinstance(bindings[0].value, cst.Name):
         return None
     param = bindings[0].node
-    if not isinstance(param, cst.Param) or not (ctx.parameter_unset(param) or _left_out(param, ctx)):
+    if not isinstance(param, cst.Param) or not ctx.parameter_left_out(param):
         return None
-    return bindings[0].value.value, None
-
-
-def _left_out(param: cst.Param, ctx: ModuleContext) -> bool:
-    """Every call of the function in this module leaves the parameter out, and none elsewhere passes it."""
-    values = ctx.parameter_values(param)
-    return bool(values) and all(v is DEFAULT for v in values) and ctx.parameter_unset_elsewhere(param)
+    return bindings[0].value.value, None, None
 
 
 def _comparison(test: cst.Comparison, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
