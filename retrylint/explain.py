@@ -77,7 +77,7 @@ def describe_errors(policy: RetryPolicy) -> str:
         elif clause.kind is CatchKind.PREDICATE:
             parts.append("a predicate (unknown)")
         else:
-            parts.append(", ".join(clause.names))
+            parts.append(", ".join(dict.fromkeys(clause.names)))  # a tuple of aliases may name one class twice
     if policy.statuses is not None:
         parts.append(f"HTTP statuses from `{policy.statuses.text}`")
     return "; ".join(parts) or "unknown"

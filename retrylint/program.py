@@ -103,6 +103,9 @@ class ClassFacts:
     built: Dict[str, Tuple[str, Tuple[Any, ...], Dict[str, Any], int]] = field(default_factory=dict)
     #: attribute in ``built`` → the ``__init__`` parameters handed to the settings object
     built_from: Dict[str, frozenset] = field(default_factory=dict)
+    #: attribute → the class its ``__init__`` parameter is annotated with (``self.config =
+    #: config`` with ``config: Configuration``): its fields' defaults are the shipped values
+    typed: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -682,9 +685,11 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
         elif isinstance(statement, _FUNCTIONS):
             facts.methods.add(statement.name)
             defaults = _parameter_defaults(statement, constants) if statement.name == "__init__" else {}
+            annotations: Dict[str, str] = {}
             if statement.name == "__init__":
                 positional = list(statement.args.posonlyargs) + list(statement.args.args)
                 facts.positions = {p.arg: i - 1 for i, p in enumerate(positional) if i > 0}
+                annotations = _class_annotations(statement)
             for sub in _statements_in(statement):
                 targets: List[ast.AST] = []
                 value_node: Optional[ast.AST] = None
@@ -722,7 +727,9 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
                                 if item_parameter is not None:
                                     facts.from_parameters[keyed] = item_parameter
                                 note(keyed, item_value, sub.lineno, item_how)
-                    settings = _settings_object(value_node, defaults, constants)
+                    if isinstance(value_node, ast.Name) and value_node.id in annotations:
+                        facts.typed[target.attr] = annotations[value_node.id]  # type: ignore[union-attr]
+                    settings = _settings_object(_constructed_unless_given(value_node, defaults), defaults, constants)
                     if settings is not None:
                         built[target.attr] = settings + (sub.lineno,)  # type: ignore[union-attr]
                         facts.built_from[target.attr] = frozenset(  # type: ignore[union-attr]
@@ -745,7 +752,54 @@ def _class_facts(node: ast.ClassDef, constants: Dict[str, Tuple[Any, int]]) -> C
     facts.held = {name: method for name, method in facts.held.items() if counts.get(name) == 1}
     facts.off_defaults = {name: value for name, value in off.items() if counts.get(name) == 1}
     facts.built = {name: found for name, found in built.items() if counts.get(name) == 1}
+    facts.typed = {name: cls for name, cls in facts.typed.items() if counts.get(name) == 1}
     return facts
+
+
+def _class_annotations(init: ast.AST) -> Dict[str, str]:
+    """``__init__`` parameters annotated with a class (``config: Configuration``,
+    ``Optional[Config]``, ``Config | None``), by the class's dotted name."""
+    out: Dict[str, str] = {}
+    args = init.args  # type: ignore[attr-defined]
+    for param in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs):
+        annotation = param.annotation
+        if isinstance(annotation, ast.Subscript) and _dotted(annotation.value) in ("Optional", "typing.Optional"):
+            annotation = annotation.slice
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            sides = [a for a in (annotation.left, annotation.right)
+                     if not (isinstance(a, ast.Constant) and a.value is None)]
+            annotation = sides[0] if len(sides) == 1 else None
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value, mode="eval").body  # ``config: "Configuration"``
+            except SyntaxError:
+                annotation = None
+        name = _dotted(annotation) if annotation is not None else None
+        if name and name.rpartition(".")[2][:1].isupper() and name.rpartition(".")[2] not in _NOT_SETTINGS:
+            out[param.arg] = name
+    return out
+
+
+#: Annotations that name a value, not a settings class.
+_NOT_SETTINGS = frozenset({"Any", "Dict", "List", "Mapping", "MutableMapping", "Callable", "Sequence", "Tuple",
+                           "Set", "FrozenSet", "Iterable", "Type", "Union", "Optional", "Awaitable"})
+
+
+def _constructed_unless_given(value: ast.AST, defaults: Dict[str, Any]) -> ast.AST:
+    """``config or Config()`` and ``Config() if config is None else config`` with ``config=None``:
+    the object built when the caller passes none, as the package ships it."""
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2:
+        first, second = value.values
+        if isinstance(first, ast.Name) and defaults.get(first.id, _MISSING) is None and isinstance(second, ast.Call):
+            return second
+    if isinstance(value, ast.IfExp) and isinstance(value.test, ast.Compare) and len(value.test.ops) == 1:
+        subject = value.test.left
+        if (isinstance(subject, ast.Name) and defaults.get(subject.id, _MISSING) is None
+                and isinstance(value.test.comparators[0], ast.Constant) and value.test.comparators[0].value is None):
+            chosen = value.body if isinstance(value.test.ops[0], ast.Is) else value.orelse
+            if isinstance(chosen, ast.Call):
+                return chosen
+    return value
 
 
 def _keyed(attribute: str, key: str) -> str:
@@ -842,9 +896,26 @@ def _init_value(value: ast.AST, defaults: Dict[str, Any],
                 and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
             chosen = value.body if isinstance(test.ops[0], ast.Is) else value.orelse
             return _unless_off(fold(chosen, constants)), f"default of __init__ parameter {subject.id}", subject.id
+    got = _option_get(value, defaults)
+    if got is not None:
+        holder, key, default = got
+        return _unless_off(fold(default, constants)), f"default of {holder}.get({key!r}) in __init__", None
     if any(isinstance(n, ast.Name) and n.id in defaults for n in ast.walk(value)):
         return _MISSING, "", None
     return fold(value, constants), "set in __init__", None
+
+
+def _option_get(value: ast.AST, defaults: Dict[str, Any]) -> Optional[Tuple[str, str, ast.AST]]:
+    """``config_dict.get("num_retries", 3)`` on an ``__init__`` parameter (an options dict or
+    ``**kwargs``): the value a caller gets by leaving the key out."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get"
+            and isinstance(value.func.value, ast.Name) and value.func.value.id in defaults
+            and len(value.args) == 2 and not value.keywords):
+        return None
+    key = value.args[0]
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return None
+    return value.func.value.id, key.value, value.args[1]
 
 
 def _method_reference(value: ast.AST, defaults: Dict[str, Any]) -> Optional[str]:
@@ -1413,6 +1484,8 @@ class Program:
         sets another value. Users may switch it on; the package's defaults decide (the labeling
         convention: a retry that cannot happen with the package's defaults fires nothing)."""
         own = self.own()
+        if receiver.startswith("self.") and receiver.count(".") == 1 and owner is not None and owner in own.classes:
+            return self._settings_off_default(own, owner, receiver[5:], attribute)
         if receiver not in ("self", "cls") or owner is None or owner not in own.classes:
             return None
         if self._overridden_below(own, owner, attribute):
@@ -1427,6 +1500,38 @@ class Program:
         if self._passed_here(family[1:], parameter) or any(self.passed_elsewhere(name, parameter, position) for name in family):
             return None
         return Value(value, f"{owner}.{attribute} ({how}, which no caller changes)", own.path, line)
+
+    def _settings_off_default(self, own: ModuleFacts, owner: str, holder: str, attribute: str) -> Optional[Value]:
+        """``self.config.max_retries`` where ``self.config`` is a ``Config()`` built in ``__init__``
+        (``config or Config()``) or an ``__init__`` parameter annotated ``Config``, and
+        ``Config.max_retries`` holds a default that switches the retry off which no call in the
+        package passes another value for: the retry does not happen as the package ships."""
+        if self._overridden_below(own, owner, holder):
+            return None
+        cls = own.settled().classes.get(owner)
+        if cls is None:
+            return None
+        built = cls.built.get(holder)
+        called = built[0] if built is not None else cls.typed.get(holder)
+        if called is None:
+            return None
+        found = self._class_of(own, called)
+        if found is None:
+            return None
+        facts, target = found
+        if attribute not in target.off_defaults or attribute in target.values:
+            return None
+        value, line, how = target.off_defaults[attribute]
+        parameter = target.from_parameters.get(attribute, attribute)
+        position = target.positions.get(parameter)
+        if built is not None:
+            _, positional, keywords, _ = built
+            if parameter in keywords or (position is not None and position < len(positional)):
+                return None
+        if self._passed_here([target.name], parameter) or self.passed_elsewhere(target.name, parameter, position):
+            return None
+        return Value(value, f"{owner}.{holder}.{attribute} ({target.name}: {how}, which no caller changes)",
+                     facts.path, line)
 
     @staticmethod
     def _subclasses(facts: ModuleFacts, owner: str) -> List[str]:
@@ -1531,6 +1636,16 @@ class Program:
         if self._overridden_below(own, owner, holder):
             return None
         cls = own.settled().classes.get(owner)
+        if cls is not None and holder not in cls.built and holder in cls.typed:
+            typed = self._class_of(own, cls.typed[holder])
+            if typed is None:
+                return None
+            facts, target = typed
+            found = self._class_attribute(facts, target.name, attribute, _HOPS)
+            if found is None:
+                return None
+            # ``config: Configuration``: whatever object the caller passes, as the class ships it
+            return Value(found.value, f"{owner}.{holder}.{attribute} (as shipped: {found.origin})", found.path, found.line)
         if cls is None or holder not in cls.built:
             return None
         called, positional, keywords, line = cls.built[holder]

@@ -15,7 +15,7 @@ from typing import Callable, Collection, List, Optional, Sequence
 
 from ..model import DeadLetterOperation, RetryPolicy
 from ..narrowing import Trigger
-from . import around, dead_letter_helpers, dead_letters, layers, loops, recursion, strategies, waits
+from . import around, dead_letter_helpers, dead_letters, layers, library_polls, loops, recursion, strategies, waits
 from .context import ModuleContext
 from .libraries import LIBRARIES, built, http_clients
 
@@ -62,6 +62,8 @@ def extract_policies(ctx: ModuleContext, active: Optional[Collection[Trigger]] =
     for extractor in EXTRACTORS:
         if active is None or extractor.trigger in active:
             policies.extend(extractor.extract(ctx))
+    # A retry decorator that waits for a state is a poll, as the loop that does so is.
+    policies = [p for p in policies if not (p.is_library and library_polls.waits_for_a_state(p, ctx))]
     policies.sort(key=lambda p: (p.location.line, p.location.column))
     return layers.annotate(ctx, policies)  # retries around calls that retry themselves (RTY501)
 

@@ -607,9 +607,10 @@ class ModuleContext:
     def off_default(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.retries`` holding a default that switches the retry off, which no caller
         anywhere changes (:meth:`Program.attribute_default`): a literal node for it, else None."""
-        if not isinstance(expr, cst.Attribute) or dotted_name(expr.value) not in ("self", "cls"):
-            return None
-        found = self.program.attribute_default(dotted_name(expr.value), expr.attr.value, self.enclosing_class(expr))
+        receiver = dotted_name(expr.value) if isinstance(expr, cst.Attribute) else None
+        if receiver is None or not (receiver in ("self", "cls") or receiver.startswith("self.") and receiver.count(".") == 1):
+            return None  # ``self.retries``, or a settings object's ``self.config.max_retries``
+        found = self.program.attribute_default(receiver, expr.attr.value, self.enclosing_class(expr))
         return self._stand_in(found, expr) if found is not None else None
 
     def _bound_locally(self, expr: cst.CSTNode, head: str) -> bool:

@@ -36,7 +36,15 @@ from .waits import Sleep, sleep_of
 from .errors import describe_handler, retried_error, status_raises, taken_earlier
 from .polls import attempt_probes, named_for_waiting, waits_for_readiness
 from .switches import taken_only_when
-from .same_operation import MUTATORS, bookkeeping, creates_missing, populates_missing, renews_credentials
+from .same_operation import (
+    MUTATORS,
+    attempt_reads,
+    bookkeeping,
+    counter_names_candidate,
+    creates_missing,
+    populates_missing,
+    renews_credentials,
+)
 from .loops import attempt_waits_with_timeout, combine_delays, delegates_failure, tests_pending, timeout_only
 from .status import ALL_STATUSES, status_range
 
@@ -163,6 +171,9 @@ def _argument_roles(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -
     roles: Dict[str, str] = {}
     positional, keywords = call_args(call)
     pairs: List[Tuple[str, cst.BaseExpression]] = list(zip(names, positional)) + list(keywords.items())
+    failure = _failure_context(call, func, ctx)
+    caught = (failure.name.name.value if isinstance(failure, cst.ExceptHandler) and failure.name is not None
+              and isinstance(failure.name.name, cst.Name) else None)
     if len(positional) > len(names) and func.params.star_arg is None:
         return None
     for param, value in pairs:
@@ -175,6 +186,8 @@ def _argument_roles(call: cst.Call, func: cst.FunctionDef, ctx: ModuleContext) -
             roles[param] = "counter"
         elif number(value) is not None or isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
             roles[param] = "const"
+        elif caught is not None and isinstance(value, cst.Name) and value.value == caught:
+            roles[param] = "failure"  # ``last_exception=error``: raised when the attempts run out
         elif isinstance(value, (cst.Name, cst.Attribute)) and dotted_name(value) in names:
             # Another parameter's value in this place (``get_style(default)``): a different input.
             return None
@@ -210,6 +223,14 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         return None  # ``if e.error_code == "PARTIAL_DELETE": self.rm(path)``: call again to finish
     if isinstance(failure, cst.ExceptHandler) and _changes_passed_input(failure, call, func, roles, ctx):
         return None  # ``kwargs[kwarg] = sanitized`` then ``wrapper(*args, **kwargs)``: a repaired request
+    if isinstance(failure, cst.ExceptHandler) and isinstance(ctx.parent(failure), cst.Try) and any(
+        role == "counter" and counter_names_candidate(param, ctx.parent(failure).body, func, ctx)
+        or role == "failure" and attempt_reads(param, ctx.parent(failure).body, func, ctx)
+        for param, role in roles.items()
+    ):
+        # ``free_name(base, n + 1)`` after ``os.open(f"{base}-{n}", O_EXCL)`` failed: the next
+        # candidate; ``fix(prompt, error=e)`` sending the error back: a repair from feedback
+        return None
     if isinstance(failure, cst.ExceptHandler) and _changes_read_state(failure, call, ctx):
         return None  # ``remaining.append(value)`` then ``run_command()``: the attempt reads it, another input
     if isinstance(failure, cst.ExceptHandler) and _restarts_a_worker(failure, call, ctx):
@@ -272,7 +293,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
             for other in try_node.handlers:
                 if other is failure:
                     break
-                if outcomes(other.body.body if isinstance(other.body, cst.IndentedBlock) else []) & EXITS:
+                if outcomes(statements(other.body)) & EXITS:
                     earlier_exit = True
             raises_for_status, raises_own = status_raises(try_node, ctx)
             earlier = [describe_handler(h, ctx) for h in try_node.handlers[:list(try_node.handlers).index(failure)]]
@@ -296,6 +317,7 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         description=f"recursive retry in `{func.name.value}()`",
         operation=func.name.value,
         is_async=func.asynchronous is not None,
+        anchor=func,
     )
 
 

@@ -560,3 +560,38 @@ def hands_failure_to_input_source(variable: Optional[str], regions: Sequence[cst
             if source and source not in ("self", "cls") and _matches(source, reads.inputs - reads.receivers):
                 return True
     return False
+
+
+def counter_names_candidate(param: str, attempt: cst.CSTNode, func: cst.FunctionDef, ctx: ModuleContext) -> bool:
+    """A recursion's stepped argument that the attempt sends: ``free_name(base, n + 1)`` with
+    ``os.open(f"{base}-{n}", O_EXCL)`` tries the next candidate name, ``connect(hosts, i + 1)``
+    with ``hosts[i]`` the next host. A search, not the same operation again; a counter that only
+    counts (``retries - 1`` tested in a guard) is named for counting and not read by the attempt."""
+    return not bookkeeping(param) and attempt_reads(param, attempt, func, ctx)
+
+
+def attempt_reads(param: str, attempt: cst.CSTNode, func: cst.FunctionDef, ctx: ModuleContext) -> bool:
+    """Does a call of the attempt send ``param`` (through the function's locals)? Logging and
+    tuning keywords (``timeout=``) send nothing."""
+    reads: Set[str] = set()
+    for node in walk(attempt, skip=DEFERRED):
+        if isinstance(node, cst.Call) and not _LOGS.match(dotted_name(node.func) or ""):
+            for arg in node.args:
+                if arg.keyword is None or not _TUNING_KEYWORDS.search(arg.keyword.value):
+                    reads.update(_names(arg.value))
+            if isinstance(node.func, cst.Attribute):
+                reads.update(_names(node.func.value))  # ``hosts[i].connect()``
+    writes = ctx.writes_in(func.body)
+    todo = list(reads)
+    while todo:
+        name = todo.pop()
+        if name == param:
+            return True
+        for binding in writes.get(name, ()):
+            if binding.value is None:
+                continue
+            for read in _names(binding.value):
+                if read not in reads:
+                    reads.add(read)
+                    todo.append(read)
+    return False

@@ -768,3 +768,149 @@ def test_a_dict_of_client_arguments_built_in_init_gives_its_keys():
     rewritten = CLIENT_ARGS.replace("FACTOR", "1.0") + (
         "\n    def tune(self, factor):\n        self._client_args[\"retry_backoff_factor\"] = factor\n")
     assert "RTY203" not in {f.code for f in _findings(rewritten)}  # the factor is unknown again
+
+
+OPTIONS = """
+class Options:
+    def __init__(self, options):
+        self.tries = options.get("tries", {tries})
+        self.pause = options.get("pause", 2.0)
+"""
+
+TYPED_CLIENT = """
+import asyncio
+from .options import Options
+
+
+class Caller:
+    def __init__(self, options: Options, http=None):
+        self.options = options
+        self.http = http
+
+    async def call(self, url, tries=0, last_error=None):
+        if tries >= self.options.tries:
+            raise last_error or RuntimeError(url)
+        try:
+            return await self.http.get(url)
+        except ConnectionError as error:
+            await asyncio.sleep(self.options.pause)
+            return await self.call(url, tries=tries + 1, last_error=error)
+"""
+
+
+def test_a_settings_object_typed_in_init_gives_its_shipped_defaults_across_modules(project, run):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/options.py", OPTIONS.format(tries=4))
+    project.write("pkg/caller.py", TYPED_CLIENT)
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert "RTY202 recursive retry in `call()` waits the same 2 s before every retry (at most 4 attempts)" in out
+    code, out, _ = run("explain", "pkg/caller.py")
+    assert "`self.options.tries` = 4: Caller.options.tries (as shipped: Options.tries (default of options.get('tries')" in out
+    assert "pkg/options.py:4" in out
+
+
+def test_a_typed_settings_dependency_that_changes_invalidates_the_cache(project, run):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/options.py", OPTIONS.format(tries=4))
+    project.write("pkg/caller.py", TYPED_CLIENT)
+    _, out, _ = run("check", "pkg")
+    assert "(at most 4 attempts)" in out
+    project.write("pkg/options.py", OPTIONS.format(tries=9))  # caller.py unchanged
+    _, out, _ = run("check", "pkg")
+    assert "(at most 9 attempts)" in out and "(at most 4 attempts)" not in out
+
+
+def test_an_untyped_or_reassigned_settings_attribute_stays_unknown():
+    untyped = """
+class Options:
+    def __init__(self, options):
+        self.tries = options.get("tries", 4)
+
+
+class Caller:
+    def __init__(self, options):
+        self.options = options
+
+    def call(self, url):
+        for _ in range(self.options.tries):
+            try:
+                return requests.get(url)
+            except requests.ConnectionError:
+                time.sleep(self.options.pause)
+        raise RuntimeError(url)
+"""
+    assert not [m for m in _messages(untyped, "RTY202") if "at most 4 attempts" in m]
+    typed = untyped.replace("def __init__(self, options):\n        self.options", "def __init__(self, options: Options):\n        self.options")
+    assert any("at most 4 attempts" in m for m in _messages(typed, "RTY202"))
+    reassigned = typed.replace("    def call(self, url):", "    def reset(self):\n        self.options = None\n\n    def call(self, url):")
+    assert not [m for m in _messages(reassigned, "RTY202") if "at most 4 attempts" in m]
+
+
+def test_an_object_built_when_the_caller_passes_none_gives_its_defaults():
+    source = """
+class Config:
+    def __init__(self, max_tries=6, pause=3):
+        self.max_tries = max_tries
+        self.pause = pause
+
+
+class Client:
+    def __init__(self, config=None):
+        self.config = config or Config()
+
+    def call(self, url):
+        for _ in range(self.config.max_tries):
+            try:
+                return requests.get(url)
+            except requests.ConnectionError:
+                time.sleep(self.config.pause)
+        raise RuntimeError(url)
+"""
+    assert any("waits the same 3 s" in m and "at most 6 attempts" in m for m in _messages(source, "RTY202"))
+
+
+OFF_CONFIG = """
+class Config:
+    def __init__(self, max_retries=0, timeout=30):
+        self.max_retries = max_retries
+        self.timeout = timeout
+"""
+
+OFF_CLIENT = """
+import time
+import requests
+from .cfg import Config
+
+
+class Client:
+    def __init__(self, config=None):
+        self.config = config or Config()
+
+    def invoke(self, request):
+        retries = 0
+        while True:
+            try:
+                return requests.post(request)
+            except requests.ConnectionError:
+                if retries >= self.config.max_retries:
+                    raise
+                retries += 1
+                time.sleep(2 ** retries)
+"""
+
+
+def test_a_settings_object_whose_default_switches_retries_off_is_judged_as_shipped(project, run):
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/cfg.py", OFF_CONFIG)
+    project.write("pkg/client.py", OFF_CLIENT)
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert code == 0, out  # ``max_retries=0`` as shipped: one attempt, no retry to judge
+    typed = OFF_CLIENT.replace("def __init__(self, config=None):\n        self.config = config or Config()",
+                               "def __init__(self, config: Config):\n        self.config = config")
+    project.write("pkg/client.py", typed)
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert code == 0, out
+    # A module of the package that switches it on: the retry written for it is judged.
+    project.write("pkg/app.py", "from .cfg import Config\nCONFIG = Config(max_retries=5)\n")
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert code == 1 and "RTY203" in out and "pkg/client.py" in out, out

@@ -1031,6 +1031,26 @@ PAIRS = [
         TUMBLR.replace("{{way_back}}", 'self.log.debug("again")'),
         ["RTY201"],
     ),
+    (
+        "recursion-tries-the-next-name",  # a stepped argument names the candidate: a search for a free name
+        """
+        {def} create_unique(base, n=0):
+            try:
+                return {aw}store.create(f"{{base}}-{{n}}", exclusive=True)
+            except AlreadyExists:
+                return {aw}create_unique(base, n + 1)
+        """,
+        """
+        {def} create_unique(base, n=0):
+            try:
+                return {aw}store.create(base, exclusive=False)
+            except ServiceUnavailable:
+                if n > 3:
+                    raise
+                return {aw}create_unique(base, n + 1)
+        """,
+        ["RTY201"],
+    ),
 ]
 
 
@@ -2923,3 +2943,21 @@ def test_an_event_trigger_polls_at_its_own_pace():
     loop in a class that sends work is a fixed-delay retry of everything."""
     assert _codes(EVENT_TRIGGER.replace("{cls}", "HttpEventTrigger"), SYNC) == []
     assert {"RTY202", "RTY301"} <= set(_codes(EVENT_TRIGGER.replace("{cls}", "HttpSender"), SYNC))
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_an_earlier_handler_that_raises_is_a_permanent_error_exit_for_recursion_too(flavour):
+    code = """
+    {def} send(request, retries=3):
+        try:
+            return {aw}transport.send(request)
+        except InvalidParameter:
+            raise
+        except Exception:
+            if not retries:
+                raise
+            {sleep}(random.uniform(0, 2))
+            return {aw}send(request, retries - 1)
+    """
+    assert "RTY301" not in _codes(code, flavour)
+    assert "RTY301" in _codes(code.replace("        except InvalidParameter:\n            raise\n", ""), flavour)
