@@ -1342,9 +1342,12 @@ def _asks_a_classifier(test: cst.BaseExpression, ctx: ModuleContext) -> bool:
 def _success_branches(node: cst.If, ctx: ModuleContext) -> List[cst.CSTNode]:
     sure, may = status_range(node.test, ctx) or (frozenset(), ALL_STATUSES)
     out = []
-    if any(200 <= s < 300 for s in sure):
+    # ``if status != 200:`` is taken by a 204 too, but it is the failures' way: a branch is the
+    # success way only when no 4xx/5xx surely takes it.
+    if any(200 <= s < 300 for s in sure) and not any(400 <= s < 600 for s in sure):
         out.append(node.body)
-    elif isinstance(node.orelse, cst.Else) and any(200 <= s < 300 for s in ALL_STATUSES - may):
+    elif isinstance(node.orelse, cst.Else) and any(200 <= s < 300 for s in ALL_STATUSES - may) \
+            and not any(400 <= s < 600 for s in ALL_STATUSES - may):
         # An ``elif`` is a status test of its own (judged when the caller reaches it): taking
         # the whole chain after ``elif 300 <= status < 400`` as the 2xx way would hide the
         # ``elif status == 429: sleep(2)`` in it.

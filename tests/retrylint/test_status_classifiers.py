@@ -316,3 +316,21 @@ def test_a_predicate_given_as_a_parameter_default_is_read():
 def test_a_predicate_parameter_a_caller_passes_stays_unknown():
     source = NOMIC.format(floor=404, passes=", backoff_if=lambda code: code == 503")
     assert _rty302(source) == []
+
+
+@pytest.mark.parametrize("test", ["response.status_code != 200", "response.status_code not in (200, 204)",
+                                  "not 200 <= response.status_code < 300"])
+def test_the_sleep_under_a_not_ok_test_is_the_status_paths_delay(test):
+    # ``!= 200`` is taken by a 204 as well, but it is the way the failures go: its sleep is the
+    # delay before the next attempt, not the wait of a success branch.
+    source = f"""
+    def fetch(url):
+        for attempt in range(5):
+            response = httpx.get(url)
+            if {test}:
+                time.sleep(2)
+                continue
+            return response
+    """
+    codes = {f.code for f in _findings(source)}
+    assert "RTY202" in codes and "RTY201" not in codes, codes
