@@ -133,6 +133,20 @@ class Wrapper:
     sleeps: Optional[str]  # the delay of its sleep, if it sleeps
 
 
+@dataclass(frozen=True)
+class PolicyFactory:
+    """``def retry_pattern(wait_gen, exc, **kw): return backoff.on_exception(wait_gen, exc,
+    jitter=None, **kw)``: a module function whose one ``return`` builds a retry decorator from its
+    parameters. Another module's ``@retry_pattern(backoff.expo, ...)`` is judged with its values."""
+
+    params: Tuple[str, ...]  # positional-or-keyword, in order
+    keyword_only: Tuple[str, ...]
+    defaults: Tuple[Tuple[str, str], ...]  # parameter -> its default as written
+    kwargs: str  # the ``**kwargs`` parameter's name, or ""
+    returns: str  # the returned call, the module's constants written in
+    line: int
+
+
 @dataclass
 class ModuleFacts:
     path: str
@@ -155,6 +169,8 @@ class ModuleFacts:
     #: functions that raise for a failed HTTP status: ``name`` or ``Class.name`` → ``"http"`` (they
     #: call ``raise_for_status()``) or ``"own"`` (they raise an error of their own for 4xx too)
     status_raisers: Dict[str, Tuple[str, int]] = field(default_factory=dict)
+    #: retry-decorator factories: module function name → how it builds the decorator
+    factories: Dict[str, PolicyFactory] = field(default_factory=dict)
     #: module functions with a retry-like decorator (``@retry(...)``, ``@backoff.on_exception``)
     #: → the lines of their decorators: what a caller elsewhere may retry around (RTY501)
     retried: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
@@ -349,6 +365,7 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
             _note_wrapper(facts, statement.name, statement, method=False)
             _note_classifier(facts, statement.name, statement, method=False)
             _note_status_raiser(facts, statement.name, statement)
+            _note_policy_factory(facts, statement)
         elif isinstance(statement, ast.ClassDef):
             for member in statement.body:
                 if isinstance(member, _FUNCTIONS):
@@ -360,6 +377,57 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
                     _note_status_raiser(facts, f"{statement.name}.{member.name}", member)
     _note_nested_classifiers(tree, facts)
     return facts
+
+
+#: Retry decorators a factory may return, by the library its callee is imported from.
+_FACTORY_CALLS = {"backoff": frozenset({"on_exception", "on_predicate"}), "tenacity": frozenset({"retry"})}
+
+
+def _note_policy_factory(facts: ModuleFacts, func: ast.AST) -> None:
+    """A module function whose one ``return`` builds a backoff/tenacity decorator from its
+    parameters, none of them changed before (as :func:`~retrylint.extract.libraries.built.factory_of`
+    asks of one in the module being checked)."""
+    args = func.args  # type: ignore[attr-defined]
+    if args.vararg is not None:
+        return
+    returns = []
+    stack = list(func.body)  # type: ignore[attr-defined]
+    while stack:  # its own statements: a nested ``def should_give_up(e): return …`` is not its return
+        current = stack.pop()
+        if isinstance(current, ast.Return):
+            returns.append(current)
+        elif not isinstance(current, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            stack.extend(c for c in ast.iter_child_nodes(current) if isinstance(c, (ast.stmt, ast.excepthandler)))
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Call):
+        return
+    call = returns[0].value
+    callee = _dotted(call.func) or ""
+    head, _, rest = callee.partition(".")
+    imported = facts.imports.get(head)
+    if imported is None:
+        return
+    library = imported[0].split(".")[0]
+    last = (rest or imported[1] or "").rsplit(".", 1)[-1]
+    if last not in _FACTORY_CALLS.get(library, ()):
+        return
+    params = tuple(p.arg for p in list(args.posonlyargs) + list(args.args))
+    keyword_only = tuple(p.arg for p in args.kwonlyargs)
+    kwargs = args.kwarg.arg if args.kwarg is not None else ""
+    names = set(params) | set(keyword_only) | ({kwargs} if kwargs else set())
+    if not any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(call)):
+        return
+    for node in ast.walk(func):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id in names for t in targets):
+            return  # a parameter changed before the return: not the value a use passes
+    defaults = [(name, ast.unparse(default)) for name, default in _default_nodes(func)]
+    try:
+        text = ast.unparse(_inline(call, {}, facts.constants))
+    except (ValueError, RecursionError):
+        return
+    facts.factories[func.name] = PolicyFactory(params, keyword_only, tuple(defaults), kwargs, text,  # type: ignore[attr-defined]
+                                               call.lineno)
 
 
 def _note_nested_classifiers(tree: ast.Module, facts: ModuleFacts) -> None:
@@ -1153,6 +1221,24 @@ class Program:
             self.dependencies.setdefault(other, _file_digest(Path(other)))
         return bool(others)
 
+    def decorates_elsewhere(self, factory: str) -> bool:
+        """Is this module's retry-decorator factory applied (``@factory(...)``) in another module
+        of the package? Those uses are judged there, each with its values
+        (:mod:`~retrylint.extract.libraries.imported_factories`)."""
+        if factory not in self.own().factories or not self.mentioned_elsewhere(factory):
+            return False
+        top = self.root / self.package.split(".")[0] if self.package and self.root is not None else self.path.parent  # type: ignore[union-attr]
+        applied = re.compile(rb"@\s*(?:\w+\.)*" + re.escape(factory.encode()) + rb"\s*\(")
+        for other in _MENTIONS.get((str(top), factory)) or ():
+            if other == str(self.path):
+                continue
+            try:
+                if applied.search(Path(other).read_bytes()):
+                    return True
+            except OSError:
+                continue
+        return False
+
     # -- questions the extractors ask
 
     def name_value(self, name: str) -> Optional[Value]:
@@ -1198,6 +1284,15 @@ class Program:
         """The status predicate a call calls (``self._should_retry(response)``), found as
         :meth:`helper` finds a delay helper."""
         return self._function_fact("classifiers", name, receiver, owner)
+
+    def policy_factory(self, name: str, receiver: Optional[str]) -> Optional[Tuple[PolicyFactory, ModuleFacts]]:
+        """The retry-decorator factory of *another* module a call names (``retry_pattern`` from
+        ``from .utils import retry_pattern``, ``utils.retry_pattern``); one of this module is
+        judged at its uses by the module's own extractor."""
+        found = self._function_fact("factories", name, receiver, None)
+        if found is None or found[1] is self.own():
+            return None
+        return found
 
     def status_raiser(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[Tuple[str, Value]]:
         """What a called function raises for a failed HTTP status (``"http"``: the HTTP library's

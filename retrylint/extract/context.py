@@ -475,6 +475,12 @@ class ModuleContext:
             stack.extend(children(current))
         return node
 
+    def written_at(self, text: str, use: cst.CSTNode, facts: ModuleFacts,
+                   arguments: Optional[Dict[str, cst.BaseExpression]] = None) -> Optional[cst.BaseExpression]:
+        """Another module's expression (a factory's returned call) standing at ``use``, its names
+        read with that module's imports and its parameters as ``arguments``."""
+        return self._written_in(text, use, facts, None, arguments)
+
     def foreign_expression(self, name: str, use: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, str]]:
         """A dict or call that ``name`` (imported) is bound to in another module of the checked
         tree, written in at ``use`` (its names read with that module's imports), and ``path:line``."""

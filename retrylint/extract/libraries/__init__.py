@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from . import backoff, botocore_config, coredis_retry, google_api_core, http_clients, redis_retry, retry_package, retrying, stamina, task_queues, tenacity
+from . import (
+    backoff,
+    botocore_config,
+    coredis_retry,
+    google_api_core,
+    http_clients,
+    imported_factories,
+    redis_retry,
+    retry_package,
+    retrying,
+    stamina,
+    task_queues,
+    tenacity,
+)
 
 #: (name, module): each module has ``extract(ctx)`` and ``TRIGGER``.
 LIBRARIES = (
@@ -17,4 +30,5 @@ LIBRARIES = (
     ("coredis", coredis_retry),
     ("google-api-core", google_api_core),
     ("botocore", botocore_config),
+    ("imported-factories", imported_factories),
 )

@@ -784,7 +784,8 @@ def factory_uses(call: cst.Call, ctx: ModuleContext, policy_of) -> Optional[List
         return None
     uses = _applications(factory, ctx)
     if not uses:
-        return None
+        # applied in other modules only: judged at each of those uses, with its values
+        return [] if ctx.program.decorates_elsewhere(factory.function.name.value) else None
     args, _ = expand(call, ctx)
     own = policy_of(call, args, ctx)
     out: List[Tuple[RetryPolicy, cst.Call]] = []
