@@ -154,6 +154,32 @@ def _initial(name: str, loop: cst.CSTNode, ctx: ModuleContext, loop_bindings: Li
     return shape.value if shape.kind == "const" else UNKNOWN
 
 
+def initial_as_shipped(name: str, loop: cst.CSTNode, ctx: ModuleContext, loop_bindings: List[Binding]) -> Num:
+    """A counter started from a parameter that defaults to None and is filled in before the
+    loop (``retry_count=None`` then ``if retry_count is None: retry_count =
+    self.default_retry_count``), as the package calls it: the value filled in, with defaults read
+    as shipped (a class default of 0 that no caller changes: the retry never happens)."""
+    probe = next((n for n in walk(loop) if isinstance(n, cst.Name) and n.value == name), None)
+    if probe is None or "." in name:
+        return UNKNOWN
+    inside = {id(b.node) for b in loop_bindings}
+    outside = [b for b in ctx.bindings(probe) if id(b.node) not in inside and b.kind in ("assign", "annassign", "param")]
+    params = [b for b in outside if b.kind == "param"]
+    filled = [b for b in outside if b.kind != "param"]
+    if len(params) != 1 or len(filled) != 1 or filled[0].value is None or dotted_name(params[0].value) != "None":
+        return UNKNOWN
+    guard = next((a for a in ctx.ancestors(filled[0].node) if isinstance(a, cst.If)), None)
+    test = guard.test if guard is not None else None
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Is)
+            and dotted_name(test.left) == name and dotted_name(test.comparisons[0].comparator) == "None"):
+        return UNKNOWN
+    if not ctx.parameter_as_shipped(params[0].node):  # type: ignore[arg-type]
+        return UNKNOWN
+    shape = shape_of(filled[0].value, DelayEnv(ctx, callers=False, defaults=True))
+    return shape.value if shape.kind == "const" else UNKNOWN
+
+
 def is_time_call(node: cst.CSTNode, ctx: ModuleContext) -> bool:
     if not isinstance(node, cst.Call):
         return False

@@ -59,7 +59,7 @@ from ..syntax import (
     walk,
     walk_local,
 )
-from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters
+from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters, initial_as_shipped
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import (
@@ -539,7 +539,11 @@ def _attempts_by_default(
             attempts = _range_iteration(None, positional, DelayEnv(ctx, callers=False, defaults=True)).attempts
             if known(attempts) and float(attempts) <= 2:  # type: ignore[arg-type]
                 return attempts
-    by_default, _ = _bound(loop, ctx, iteration, counters, writes, retry_trys, defaults=True)
+    as_shipped = {
+        name: replace(info, init=initial_as_shipped(name, loop, ctx, writes.get(name, []))) if info.init is UNKNOWN else info
+        for name, info in counters.items()
+    }
+    by_default, _ = _bound(loop, ctx, iteration, as_shipped, writes, retry_trys, defaults=True)
     if known(by_default.attempts) and float(by_default.attempts) <= 2:  # type: ignore[arg-type]
         return by_default.attempts
     return UNKNOWN

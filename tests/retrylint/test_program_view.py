@@ -914,3 +914,31 @@ def test_a_settings_object_whose_default_switches_retries_off_is_judged_as_shipp
     project.write("pkg/app.py", "from .cfg import Config\nCONFIG = Config(max_retries=5)\n")
     code, out, _ = run("check", "--no-cache", "pkg")
     assert code == 1 and "RTY203" in out and "pkg/client.py" in out, out
+
+
+FILLED_IN = """
+class Api:
+    default_retry_count: int = {count}
+
+    async def request(self, method, url, retry_count=None):
+        if retry_count is None:
+            retry_count = self.default_retry_count
+        backoff = 4
+        while True:
+            try:
+                return await self.session.request(method, url)
+            except ConnectionError:
+                if retry_count <= 0:
+                    raise
+                await asyncio.sleep(backoff)
+                backoff *= 2
+                retry_count -= 1
+"""
+
+
+def test_a_counter_filled_in_from_a_class_default_that_switches_retries_off_is_judged_as_shipped():
+    # mautrix-style: ``retry_count=None`` filled in from ``default_retry_count = 0``: no retry as shipped
+    assert not _findings("import asyncio\n" + FILLED_IN.format(count=0))
+    assert "RTY203" in {f.code for f in _findings("import asyncio\n" + FILLED_IN.format(count=3))}
+    caller = FILLED_IN.format(count=0) + "\n    async def get(self, url):\n        return await self.request('GET', url, retry_count=5)\n"
+    assert "RTY203" in {f.code for f in _findings("import asyncio\n" + caller)}
