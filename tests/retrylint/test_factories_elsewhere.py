@@ -77,6 +77,7 @@ def test_explain_gives_the_uses_schedule(project, run):
     code, out, _ = run("explain", "pkg/streams.py")
     assert "built by `retry_pattern(...)` in pkg/utils.py:9" in out
     assert "5, 10, 20, 40 s" in out  # factor=5 from the use, max_tries=5
+    assert "values from: `retry_pattern(backoff.expo, requests.ConnectionError, max_tries=5, factor=5)`: built by" in out
 
 
 def test_a_use_follows_the_factory_when_it_changes(project, run):

@@ -21,7 +21,7 @@ import libcst as cst
 
 from ...model import RetryPolicy
 from ...narrowing import Trigger, Words
-from ...program import PolicyFactory, Value
+from ...program import PolicyFactory
 from ...syntax import call_args, walk
 from ..context import ModuleContext
 from . import backoff, tenacity
@@ -83,8 +83,8 @@ def _judged_at_use(factory: PolicyFactory, facts, use: cst.Call, name: str, ctx:
     where = ctx.location(use)
     target = decorated(use, ctx)
     shown = f"built by `{name}(...)` in {facts.path}:{factory.line}"
-    ctx.outside_values.append((use, Value("", shown, facts.path, factory.line, shown=shown)))
     return policy.with_(
+        origins=(f"`{ctx.code(use)}`: {shown} as `{factory.returns}`",),
         location=where,
         delay_location=where,
         header_lines=tuple(where.lines),
