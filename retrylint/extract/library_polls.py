@@ -17,6 +17,7 @@ the loop in such a function is.
 
 from __future__ import annotations
 
+import re
 from typing import FrozenSet, List, Optional, Tuple
 
 import libcst as cst
@@ -101,13 +102,13 @@ def _predicate_tests_state(predicate: cst.BaseExpression, ctx: ModuleContext) ->
     function of one ``return`` doing the same."""
     if isinstance(predicate, cst.Lambda):
         params = frozenset(p.name.value for p in predicate.params.params)
-        return _state_test(predicate.body, params)
+        return _tests_state(predicate.body, params)
     if isinstance(predicate, cst.Name):
         for statement in ctx.module.body:
             if isinstance(statement, cst.FunctionDef) and statement.name.value == predicate.value:
                 params = frozenset(p.name.value for p in statement.params.params)
                 returns = [n for n in walk(statement.body, skip=DEFERRED) if isinstance(n, cst.Return)]
-                return bool(returns) and all(r.value is not None and _state_test(r.value, params) for r in returns)
+                return bool(returns) and all(r.value is not None and _tests_state(r.value, params) for r in returns)
     return False
 
 
@@ -126,10 +127,22 @@ def _raised_only_for_a_state(names: Tuple[str, ...], function: cst.FunctionDef, 
             continue
         guard = ctx.parent(ctx.parent(node))  # Raise -> SimpleStatementLine -> block
         guard = ctx.parent(guard) if isinstance(guard, (cst.IndentedBlock, cst.SimpleStatementSuite)) else guard
-        if not isinstance(guard, cst.If) or not _state_test(guard.test, results):
+        if not isinstance(guard, cst.If) or not _tests_state(guard.test, results):
             return False
         found.add(name)
     return found == wanted
+
+
+def _tests_state(test: cst.BaseExpression, results: FrozenSet[str]) -> bool:
+    """A state test whose strings are state names (``"RUNNING"``, ``"in_progress"``), not words of
+    a message: ``"already in progress" in message`` reads an error's text (a conflict), not a state."""
+    strings = [n.evaluated_value for n in walk(test) if isinstance(n, cst.SimpleString)]
+    if any(not isinstance(text, str) or not _STATE_WORD.match(text) for text in strings):
+        return False
+    return _state_test(test, results)
+
+
+_STATE_WORD = re.compile(r"^[A-Za-z][\w.:-]*$")
 
 
 def _result_names(function: cst.FunctionDef, ctx: ModuleContext) -> FrozenSet[str]:

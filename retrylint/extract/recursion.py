@@ -532,10 +532,16 @@ def _changes_read_state(handler: cst.ExceptHandler, call: cst.Call, ctx: ModuleC
     if not isinstance(attempt, cst.Try):
         return False
     read: Set[str] = set()
-    for node in walk(attempt.body, skip=DEFERRED):
-        if isinstance(node, cst.Call):
-            for arg in node.args:
-                read.update(n for n in _names(arg.value) if n and "." not in n and not bookkeeping(n))
+    # The attempt is the try and what the function does before it on each call (``target =
+    # self._pick_target(excluded)`` chooses where the try sends: hazelcast's PN counter).
+    function = ctx.enclosing_function(attempt)
+    before = [st for st in (statements(function.body) if function is not None else [])
+              if ctx.location(st).line < ctx.location(attempt).line and not ctx.is_inside(attempt, st)]
+    for region in [attempt.body, *before]:
+        for node in walk(region, skip=DEFERRED):
+            if isinstance(node, cst.Call):
+                for arg in node.args:
+                    read.update(n for n in _names(arg.value) if n and "." not in n and not bookkeeping(n))
     return any(dotted_name(target) in read for target in _written_before(handler, ctx.location(call).line, ctx))
 
 

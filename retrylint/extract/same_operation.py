@@ -40,8 +40,8 @@ CREATES = re.compile(
 )
 #: Words of names whose change does not change the request: counters, clocks, delays, errors.
 _BOOKKEEPING = re.compile(
-    r"^(attempts?\w*|retr\w*|tries|try|tried|backoff|delays?|sleep\w*|waits?|interval|timeouts?|"
-    r"deadline|elapsed|err\w*|exc\w*|fail\w*|last|jitter|cooldown|iterations?|rounds?)$",
+    r"^(attempts?\w*|retr(y|ies|ied|ying|ys)\w*|tries|try|tried|backoff|delays?|sleep\w*|waits?|interval|timeouts?|"
+    r"deadline|elapsed|err\w*|exc|excs|exceptions?|fail\w*|last|jitter|cooldown|iterations?|rounds?)$",
     re.IGNORECASE,
 )
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")

@@ -151,3 +151,19 @@ def test_a_function_named_for_waiting_at_a_fixed_pace_is_a_poll_and_backing_off_
         return client.describe_cluster(name)["status"]
     """
     assert "RTY203" in _codes(growing)
+
+
+def test_an_exception_raised_on_the_words_of_an_error_message_stays_a_retry():
+    # A conflict ("another bulk operation is already in progress") read from an error's text: the
+    # submission failed and is retried, no state of a resource is awaited.
+    body = """
+    @backoff.on_exception(backoff.expo, QueryNotFinished, max_tries=7, factor=10, jitter=None)
+    def submit(client, query):
+        errors = client.submit(query).get("userErrors", [])
+        for error in errors:
+            message = error.get("message", "")
+            if "operation is already in progress" in message:
+                raise QueryNotFinished(message)
+        return errors
+    """
+    assert "RTY203" in _codes(body)

@@ -1032,6 +1032,34 @@ PAIRS = [
         ["RTY201"],
     ),
     (
+        "recursion-excludes-the-failed-target",  # hazelcast pn_counter: choose another replica, then call again
+        """
+        {def} invoke(self, future, excluded_addresses, last_error, request):
+            target = {aw}self._pick_target(excluded_addresses)
+            if not target:
+                future.set_exception(last_error)
+                return
+            try:
+                future.set_result({aw}self._invoke_on(target, request))
+            except ConnectionError as ex:
+                excluded_addresses.append(target)
+                {aw}self.invoke(future, excluded_addresses, ex, request)
+        """,
+        """
+        {def} invoke(self, future, excluded_addresses, last_error, request):
+            target = {aw}self._pick_target(excluded_addresses)
+            if not target:
+                future.set_exception(last_error)
+                return
+            try:
+                future.set_result({aw}self._invoke_on(target, request))
+            except ConnectionError as ex:
+                self.log.warning("again")
+                {aw}self.invoke(future, excluded_addresses, ex, request)
+        """,
+        ["RTY201"],
+    ),
+    (
         "recursion-tries-the-next-name",  # a stepped argument names the candidate: a search for a free name
         """
         {def} create_unique(base, n=0):
