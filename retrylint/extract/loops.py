@@ -1752,6 +1752,13 @@ def _delay(
         hidden.append(any(isinstance(n, cst.If) and _is_gate(n) for n in walk_local(loop.body)))  # type: ignore[attr-defined]
         timeouts.append(False)
         owners.append(("HTTP statuses",))
+        if _status_also_goes_round_unslept(paths[-1], loop, ctx):
+            # ``if reset_time > 0: sleep(reset_time); continue`` ``else: continue`` (ovhcloud): a
+            # 429 without the header goes round at once
+            paths.append([])
+            hidden.append(False)
+            timeouts.append(False)
+            owners.append(("HTTP statuses (some responses)",))
     delays: List[Tuple[Delay, Optional[Sleep]]] = []
     immediate: List[str] = []
     for path, is_hidden, is_timeout, owner in zip(paths, hidden, timeouts, owners):
@@ -1774,6 +1781,21 @@ def _delay(
         anchor = sleep.call if sleep is not None and len(sleeps_used) == 1 else None
         return replace(first, honours_retry_after=honours), where, (), anchor
     return Delay(DelayKind.UNKNOWN, text=first.text), None, tuple(dict.fromkeys(immediate)), None
+
+
+def _status_also_goes_round_unslept(sleeps: List[Sleep], loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """A status path's sleep under an ``if`` whose ``else`` goes round without sleeping."""
+    for sleep in sleeps:
+        guard = next((a for a in ctx.ancestors(sleep.call) if isinstance(a, cst.If)), None)
+        if guard is None or not ctx.is_inside(guard, loop) or not isinstance(guard.orelse, cst.Else):
+            continue
+        if not ctx.is_inside(sleep.call, guard.body):
+            continue
+        other = statements(guard.orelse)
+        if CONTINUE in outcomes(other) and not any(
+                isinstance(n, cst.Call) and sleep_of(n, ctx) is not None for st in other for n in walk(st, skip=DEFERRED)):
+            return True
+    return False
 
 
 def _status_raises_into_handler(status: StatusSite, retry_trys: List[TryAnalysis], ctx: ModuleContext) -> bool:

@@ -406,7 +406,7 @@ class ImmediateRetry(Rule):
         if policy.immediate_on:
             yield self.at(
                 policy,
-                f"{policy.description} retries {', '.join(f'`{n}`' for n in policy.immediate_on)} immediately, "
+                f"{policy.description} retries {', '.join(_named(n) for n in policy.immediate_on)} immediately, "
                 "with no delay, while other failures wait; back off on every retry path "
                 "(exponential backoff with jitter)",
             )
@@ -418,3 +418,12 @@ class ImmediateRetry(Rule):
             f"{policy.description} retries immediately, with no delay between attempts "
             f"({bound_phrase(policy.bound)}); {advice(self.code, policy)}",
         )
+
+
+def _named(failure: str) -> str:
+    """An exception name in code quotes (``ConnectionError (other cases)``); a kind of failure
+    written in words (``HTTP statuses (some responses)``) as it is."""
+    head, _, rest = failure.partition(" ")
+    if head == "HTTP":
+        return failure
+    return f"`{head}`" + (f" {rest}" if rest else "")

@@ -68,7 +68,7 @@ def test_the_quick_verdict_agrees_with_the_engine():
             clean += 1
             report = check_path(path, str(path), ALL)
             assert (report.findings, report.notice, report.error) == ([], None, None), path
-    assert clean > 20  # the samples include files it decides
+    assert clean > 15  # the samples include files it decides (retrylint's own say "retry": not quick)
     # What the engine reports (a NUL byte, a syntax error, an undecodable file) or analyses (a
     # retry) never gets the quick verdict.
     for data in (b"x = 1\x00\n", b"def f(:\n", b"# coding: bogus\nx = 1\n", b"x = '\xe9'\n",

@@ -28,11 +28,11 @@ from . import backoff, tenacity
 from .common import Args, decorated
 
 #: The extractor reads uses whose callee is named for retrying (the narrowing gate says the same).
-_NAMED = re.compile(r"retr|backoff|tenac|resilien", re.IGNORECASE)
+_NAMED = re.compile(r"retry|retries|retried|retrying|backoff|tenac|resilien", re.IGNORECASE)
 
-TRIGGER = Trigger(text=Words("retr", "Retr", "RETR", "backoff", "Backoff", "tenac", "Tenac", "resilien", "Resilien"),
-                  decorators=frozenset({"retr", "Retr", "RETR", "backoff", "Backoff", "tenac", "Tenac", "resilien",
-                                        "Resilien"}), partial=True)
+_WORDS = ("retry", "Retry", "RETRY", "retries", "Retries", "retried", "retrying", "Retrying", "backoff", "Backoff",
+          "tenac", "Tenac", "resilien", "Resilien")
+TRIGGER = Trigger(text=Words(*_WORDS), decorators=frozenset(_WORDS), partial=True)
 
 
 def extract(ctx: ModuleContext) -> List[RetryPolicy]:
