@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from ...program import PolicyFactory
 
 from ...model import Location, RetryPolicy
 from ...narrowing import Trigger, Words
@@ -794,7 +797,7 @@ def factory_uses(call: cst.Call, ctx: ModuleContext, policy_of) -> Optional[List
         if binding is None:
             continue  # unknown values: nothing to judge at this use
         bound, extras = binding
-        args = _substituted(call, factory, bound, extras)
+        args = substituted_args(call, factory, bound, extras)
         # ``stop_after_attempt(attempts)``: parameters inside the arguments, read through by resolve()
         nested = {n: bound[n.value] for a in call.args for n in walk(a.value, skip=(), include_root=False)
                   if isinstance(n, cst.Name) and n.value in bound}
@@ -811,8 +814,8 @@ def _same_schedule(policy: RetryPolicy, own: RetryPolicy) -> bool:
     return policy.bound == own.bound and replace(policy.delay, text="") == replace(own.delay, text="")
 
 
-def _substituted(call: cst.Call, factory: Factory, bound: Dict[str, cst.BaseExpression],
-                 extras: Dict[str, cst.BaseExpression]) -> Args:
+def substituted_args(call: cst.Call, factory: "Factory | PolicyFactory", bound: Dict[str, cst.BaseExpression],
+                     extras: Dict[str, cst.BaseExpression]) -> Args:
     def given(expr: cst.BaseExpression) -> cst.BaseExpression:
         return bound.get(expr.value, expr) if isinstance(expr, cst.Name) else expr
 

@@ -25,7 +25,8 @@ from ...program import PolicyFactory
 from ...syntax import call_args, walk
 from ..context import ModuleContext
 from . import backoff, tenacity
-from .common import Args, decorated
+from .built import substituted_args
+from .common import decorated
 
 #: The extractor reads uses whose callee is named for retrying (the narrowing gate says the same).
 _NAMED = re.compile(r"retry|retries|retried|retrying|backoff|tenac|resilien", re.IGNORECASE)
@@ -77,7 +78,7 @@ def _judged_at_use(factory: PolicyFactory, facts, use: cst.Call, name: str, ctx:
     if policy_of is None:
         return None
     # Judged here, not where the factory is written (that module leaves it to its uses).
-    policy = policy_of(call, _args(call, factory, arguments, extras), ctx)
+    policy = policy_of(call, substituted_args(call, factory, arguments, extras), ctx)
     if policy is None:
         return None
     where = ctx.location(use)
@@ -133,20 +134,3 @@ def _bind(factory: PolicyFactory, use: cst.Call, facts, ctx: ModuleContext
             return None
         arguments[param] = default
     return arguments, extras
-
-
-def _args(call: cst.Call, factory: PolicyFactory, arguments: Dict[str, cst.BaseExpression],
-          extras: Dict[str, cst.BaseExpression]) -> Args:
-    def given(expr: cst.BaseExpression) -> cst.BaseExpression:
-        return arguments.get(expr.value, expr) if isinstance(expr, cst.Name) else expr
-
-    base = Args.of(call)
-    keywords = {key: given(value) for key, value in base.keywords.items()}
-    opaque = False
-    for arg in call.args:
-        if arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == factory.kwargs:
-            for key, value in extras.items():
-                keywords.setdefault(key, value)
-        elif arg.star:
-            opaque = True
-    return Args(call, [given(value) for value in base.positional], keywords, opaque)
