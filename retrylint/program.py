@@ -853,21 +853,26 @@ _NOT_SETTINGS = frozenset({"Any", "Dict", "List", "Mapping", "MutableMapping", "
                            "Set", "FrozenSet", "Iterable", "Type", "Union", "Optional", "Awaitable"})
 
 
-def _constructed_unless_given(value: ast.AST, defaults: Dict[str, Any]) -> ast.AST:
-    """``config or Config()`` and ``Config() if config is None else config`` with ``config=None``:
-    the object built when the caller passes none, as the package ships it."""
+def _when_not_given(value: ast.AST, defaults: Dict[str, Any]) -> Optional[Tuple[str, ast.AST]]:
+    """``param or X`` and ``X if param is None else param`` with ``param=None``: the parameter,
+    and the value used when the caller leaves it out."""
     if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2:
         first, second = value.values
-        if isinstance(first, ast.Name) and defaults.get(first.id, _MISSING) is None and isinstance(second, ast.Call):
-            return second
+        if isinstance(first, ast.Name) and defaults.get(first.id, _MISSING) is None:
+            return first.id, second
     if isinstance(value, ast.IfExp) and isinstance(value.test, ast.Compare) and len(value.test.ops) == 1:
         subject = value.test.left
         if (isinstance(subject, ast.Name) and defaults.get(subject.id, _MISSING) is None
                 and isinstance(value.test.comparators[0], ast.Constant) and value.test.comparators[0].value is None):
-            chosen = value.body if isinstance(value.test.ops[0], ast.Is) else value.orelse
-            if isinstance(chosen, ast.Call):
-                return chosen
-    return value
+            return subject.id, value.body if isinstance(value.test.ops[0], ast.Is) else value.orelse
+    return None
+
+
+def _constructed_unless_given(value: ast.AST, defaults: Dict[str, Any]) -> ast.AST:
+    """``config or Config()`` and ``Config() if config is None else config`` with ``config=None``:
+    the object built when the caller passes none, as the package ships it."""
+    found = _when_not_given(value, defaults)
+    return found[1] if found is not None and isinstance(found[1], ast.Call) else value
 
 
 def _keyed(attribute: str, key: str) -> str:
@@ -953,17 +958,10 @@ def _init_value(value: ast.AST, defaults: Dict[str, Any],
     ``5 if param is None else param`` with ``param=None``."""
     if isinstance(value, ast.Name) and value.id in defaults:
         return _unless_off(defaults[value.id]), f"default of __init__ parameter {value.id}", value.id
-    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2:
-        first, second = value.values
-        if isinstance(first, ast.Name) and defaults.get(first.id, _MISSING) is None:
-            return _unless_off(fold(second, constants)), f"default of __init__ parameter {first.id}", first.id
-    if isinstance(value, ast.IfExp) and isinstance(value.test, ast.Compare) and len(value.test.ops) == 1:
-        test = value.test
-        subject = test.left
-        if (isinstance(subject, ast.Name) and defaults.get(subject.id, _MISSING) is None
-                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
-            chosen = value.body if isinstance(test.ops[0], ast.Is) else value.orelse
-            return _unless_off(fold(chosen, constants)), f"default of __init__ parameter {subject.id}", subject.id
+    found = _when_not_given(value, defaults)
+    if found is not None:
+        parameter, chosen = found
+        return _unless_off(fold(chosen, constants)), f"default of __init__ parameter {parameter}", parameter
     got = _option_get(value, defaults)
     if got is not None:
         holder, key, default = got
