@@ -31,6 +31,7 @@ class Summaries:
         self._raisers: Optional[FrozenSet[str]] = None
         self._errno: Dict[str, bool] = {}
         self._limiters: Dict[str, bool] = {}
+        self._limit_names: Dict[str, FrozenSet[str]] = {}
         self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
         self._status_checkers: Dict[str, bool] = {}
         self._status_raise_kinds: Dict[str, Optional[str]] = {}
@@ -63,6 +64,17 @@ class Summaries:
         """The helper counts or times the attempts and raises once they are spent
         (``self._retries += 1; if self._retries > self.max_retries: raise``)."""
         return self._asked(key, self._limiters, _raises_when_spent)
+
+    def limit_names(self, key: Optional[str]) -> FrozenSet[str]:
+        """The names the helper compares before it raises (``if timeouts + errors < max_attempts:
+        return`` then ``raise``; ``if self._retries > self.max: raise``): a loop that steps one
+        of them and then calls the helper is bounded there (bleak-retry-connector's
+        ``_raise_if_needed`` closure)."""
+        if key is None or key not in self._functions:
+            return frozenset()
+        if key not in self._limit_names:
+            self._limit_names[key] = _compared_before_raise(self._functions[key][1])
+        return self._limit_names[key]
 
     def raises_for_status(self, key: Optional[str]) -> bool:
         """The helper raises for a response that is not a success (``if response.status != 200:
@@ -300,6 +312,27 @@ def _raises_when_spent(func: ast.AST) -> bool:
     if not (steps or clock):
         return False
     return any(isinstance(n, ast.Raise) for node in compares for s in node.body for n in ast.walk(s))
+
+
+def _compared_before_raise(func: ast.AST) -> FrozenSet[str]:
+    """Names (``n``, ``self.n``) in the comparisons of ``if`` tests that raise, or that return
+    early from a function whose last statement raises."""
+    body = getattr(func, "body", [])
+    ends_raising = bool(body) and isinstance(body[-1], ast.Raise)
+    names: set = set()
+    for node in ast.walk(func):
+        if not isinstance(node, ast.If) or not any(isinstance(t, ast.Compare) for t in ast.walk(node.test)):
+            continue
+        raises = any(isinstance(n, ast.Raise) for s in node.body for n in ast.walk(s))
+        returns_early = ends_raising and len(node.body) == 1 and isinstance(node.body[0], ast.Return) \
+            and node.body[0].value is None
+        if raises or returns_early:
+            for n in ast.walk(node.test):
+                if isinstance(n, ast.Name):
+                    names.add(n.id)
+                elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
+                    names.add(f"self.{n.attr}")
+    return frozenset(names)
 
 
 _BAD_STATUS_OPS = (ast.NotEq, ast.NotIn, ast.Gt, ast.GtE)

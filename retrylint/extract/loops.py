@@ -985,7 +985,8 @@ def _sets_up_what_is_missing(node: cst.If) -> bool:
 #: Methods that read or reshape local data: never the operation a retry repeats.
 _LOCAL_METHODS = frozenset(
     {
-        "index", "count", "copy", "keys", "values", "items", "format", "join", "split", "rsplit", "strip",
+        "index", "rindex", "rfind", "partition", "rpartition", "lstrip", "rstrip", "splitlines",
+        "count", "copy", "keys", "values", "items", "format", "join", "split", "rsplit", "strip",
         "encode", "decode", "lower", "upper", "startswith", "endswith", "isoformat", "append", "extend",
         "total_seconds", "hexdigest", "uuid4", "getLogger",
     }
@@ -1589,9 +1590,12 @@ _LIMIT_WORDS = re.compile(r"(deadline|attempts?|retries|retry|tries|max_?time|bu
 def _hands_over_the_limit(handler: Handler, ctx: ModuleContext) -> bool:
     """``_delay_until_retry(exc, deadline, attempts)``: a helper handed the deadline or the count
     may well raise when it is spent (a bound we cannot read)."""
+    stepped = {dotted_name(n.target) for n in walk(handler.node.body, skip=DEFERRED) if isinstance(n, cst.AugAssign)}
     for node in statement_calls(handler.node.body):
         if ctx.summaries.limits(ctx.helper_key(node)):
             return True  # ``self._check_attempts()``: counts the attempts and raises when spent
+        if stepped & ctx.summaries.limit_names(ctx.helper_key(node)):
+            return True  # ``timeouts += 1`` then ``_raise_if_needed(exc)``, which compares ``timeouts``
         if not (ctx.call_name(node) & SLEEP_FUNCTIONS) and not _bookkeeping_call(node, ctx):
             for arg in node.args:
                 if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) for n in _names(arg.value) if n):

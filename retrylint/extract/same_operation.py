@@ -308,10 +308,29 @@ _FREE_PORT_CALL = re.compile(
 )
 
 
+#: A call named for a fresh random value: s3cmd's ``prefix + rndstr(8)``, ``random_name()``, ``uuid4()``.
+_RANDOM_CALL = re.compile(r"^_*(rnd|rand|random|uuid\d?|gen_?uuid|unique_?(id|name|suffix)|(tmp|temp)_?name|mktemp)(_|$|str|int|hex)", re.I)
+
+
 def _calls_alternative(call: cst.Call) -> bool:
     """``next(hosts)``, ``self._pick_server()``, ``candidates.pop()``: the next of several."""
     name = last_name(call.func) or ""
     return bool(_ALTERNATIVE_CALL.match(name) or _FREE_PORT_CALL.match(name)) or name in ("pop", "popleft")
+
+
+def _steps_from(name: str, node: cst.Assign, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """``path = path.parent``, or through a local of the same pass: ``parent = os.path.dirname(path)``
+    then ``path = parent`` (comet's walk up to the repository root)."""
+    read = _names(node.value)
+    if _matches(name, read):
+        return True
+    line = ctx.location(node).line
+    for other in walk(loop.body, skip=DEFERRED):  # type: ignore[attr-defined]
+        if not isinstance(other, cst.Assign) or other is node or ctx.location(other).line >= line:
+            continue
+        if any(w in read and w != name for w in ctx.writes_in(other)) and _matches(name, _names(other.value)):
+            return True
+    return False
 
 
 #: A call named for repairing: ``self.gremlin_fix_chain.invoke(...)``, ``self._repair(doc)``.
@@ -461,12 +480,13 @@ def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNod
         if not any(reads.reads(n) and not bookkeeping(n) for n in names):
             continue
         if isinstance(node, cst.Assign) and any(
-            _matches(n, _names(node.value)) and not _fresh_earlier(n, node, loop, ctx) for n in names if not bookkeeping(n)
+            _steps_from(n, node, loop, ctx) and not _fresh_earlier(n, node, loop, ctx) for n in names if not bookkeeping(n)
         ):
             return True  # ``cursor = cursor.next_page``: each pass steps from the last
         for call in walk(node.value, skip=DEFERRED):
             if isinstance(call, cst.Call):
-                if _calls_alternative(call) or any(q.startswith(_FRESH_MODULES) for q in ctx.call_name(call)):
+                if _calls_alternative(call) or _RANDOM_CALL.match(last_name(call.func) or "") \
+                        or any(q.startswith(_FRESH_MODULES) for q in ctx.call_name(call)):
                     return True
     return False
 

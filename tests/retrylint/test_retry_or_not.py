@@ -1079,6 +1079,87 @@ PAIRS = [
         """,
         ["RTY201"],
     ),
+    (
+        "loop-walks-up-through-a-local",  # comet's find_git_repo: parent = dirname(path); path = parent
+        """
+        import os
+        {def} find_repo(path):
+            while path:
+                parent = os.path.dirname(path)
+                if parent == path:
+                    break
+                path = parent
+                try:
+                    return {aw}open_repo(path)
+                except NotARepository:
+                    pass
+        """,
+        """
+        import os
+        {def} find_repo(path):
+            while path:
+                parent = os.path.dirname(path)
+                if parent == path:
+                    break
+                try:
+                    return {aw}open_repo(path)
+                except RepositoryBusy:
+                    pass
+        """,
+        ["RTY201"],
+    ),
+    (
+        "loop-cuts-a-string",  # s3cmd: path = path[:path.rindex('/', 0, -1) + 1] until no '/' is left
+        """
+        {def} parents(path, seen):
+            while path and path not in seen:
+                seen.add(path)
+                try:
+                    path = path[:path.rindex('/', 0, -1) + 1]
+                except ValueError:
+                    continue
+        """,
+        """
+        {def} parents(path, seen):
+            while path and path not in seen:
+                try:
+                    {aw}client.upload(path)
+                    return
+                except ConnectionError:
+                    continue
+        """,
+        ["RTY201"],
+    ),
+    (
+        "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
+        """
+        {def} make_temp(prefix):
+            tries = 5
+            while tries > 0:
+                name = prefix + rndstr(8)
+                try:
+                    {aw}storage.create(name)
+                    break
+                except AlreadyExists:
+                    pass
+                tries -= 1
+            return name
+        """,
+        """
+        {def} make_temp(prefix):
+            tries = 5
+            while tries > 0:
+                name = prefix + suffix(8)
+                try:
+                    {aw}storage.create(name)
+                    break
+                except AlreadyExists:
+                    pass
+                tries -= 1
+            return name
+        """,
+        ["RTY201"],
+    ),
 ]
 
 
@@ -2989,3 +3070,32 @@ def test_an_earlier_handler_that_raises_is_a_permanent_error_exit_for_recursion_
     """
     assert "RTY301" not in _codes(code, flavour)
     assert "RTY301" in _codes(code.replace("        except InvalidParameter:\n            raise\n", ""), flavour)
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("compared, bounded", [("timeouts + errors < max_attempts", True), ("level < MAX_LEVEL", False)])
+def test_a_closure_that_compares_the_stepped_counter_before_raising_bounds_the_loop(flavour, compared, bounded):
+    # bleak-retry-connector's establish_connection: each handler steps a counter and calls
+    # ``_raise_if_needed(exc)``, which returns while ``timeouts + connect_errors < max_attempts``
+    # and raises otherwise. A closure comparing something else bounds nothing.
+    code = f"""
+    {{def}} connect(device, max_attempts=4, level=0):
+        timeouts = errors = 0
+
+        def _raise_if_needed(exc):
+            if {compared}:
+                return
+            raise ConnectError("gave up") from exc
+
+        while True:
+            try:
+                return {{aw}}device.connect()
+            except TimeoutError as exc:
+                timeouts += 1
+                _raise_if_needed(exc)
+            except OSError as exc:
+                errors += 1
+                _raise_if_needed(exc)
+    """
+    codes = _codes(code, flavour)
+    assert ("RTY101" in codes) is not bounded, codes
