@@ -275,13 +275,40 @@ def shape_of(expr: cst.BaseExpression, env: DelayEnv) -> Shape:
     if isinstance(expr, cst.Subscript):
         return _subscript(expr, env)
     if isinstance(expr, cst.IfExp):
+        if env.defaults:
+            unset = _fails_as_shipped(expr.test, env)
+            if unset is not None:
+                # ``opts.get("max_retries", 0) if opts is not None else 0`` with ``opts=None`` as shipped
+                return _sub(expr.orelse if unset else expr.body, env)
         a, b = _sub(expr.body, env), _sub(expr.orelse, env)
         if a.kind == b.kind == "const":
             return CONST_UNKNOWN if a.value != b.value else a
         return UNKNOWN_SHAPE
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         return UNKNOWN_SHAPE
+    if env.defaults and isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or) \
+            and _fails_as_shipped(expr.left, env):
+        return _sub(expr.right, env)  # ``retries = retries or 0`` with ``retries=None`` as shipped
     return UNKNOWN_SHAPE
+
+
+def _fails_as_shipped(test: cst.BaseExpression, env: DelayEnv) -> Optional[bool]:
+    """With the package's defaults, is this test false because a parameter left at its ``None``
+    default is unset? ``opts`` and ``opts is not None`` → True (the test fails), ``opts is None``
+    → False (it holds); None when the test is not about such a parameter."""
+    negated = False
+    name = test
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)) \
+            and dotted_name(test.comparisons[0].comparator) == "None":
+        name, negated = test.left, isinstance(test.comparisons[0].operator, cst.Is)
+    if not isinstance(name, cst.Name):
+        return None
+    bindings = [b for b in env.ctx.bindings(name) if b.kind != "import"]
+    if len(bindings) != 1 or bindings[0].kind != "param" or bindings[0].value is None \
+            or dotted_name(bindings[0].value) != "None" or not env.ctx.parameter_as_shipped(bindings[0].node):  # type: ignore[arg-type]
+        return None
+    return not negated
 
 
 def _sub(expr: cst.BaseExpression, env: DelayEnv) -> Shape:

@@ -8,6 +8,8 @@ something (a tree, a list of hosts) and is not a retry.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -252,6 +254,10 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
         attempt_line=try_line,
     )
     bound = _bound(func, call, roles, env, ctx)
+    if bound.attempts is UNKNOWN and bound.deadline is None:
+        shipped = _bound(func, call, roles, replace(env, defaults=True), ctx)
+        if known(shipped.attempts) and float(shipped.attempts) <= 1:  # type: ignore[arg-type]
+            return None  # ``max_retries = opts.get("max_retries", 0) if opts else 0``: off as shipped
 
     sleeps = []
     for node in walk(failure):

@@ -3099,3 +3099,29 @@ def test_a_closure_that_compares_the_stepped_counter_before_raising_bounds_the_l
     """
     codes = _codes(code, flavour)
     assert ("RTY101" in codes) is not bounded, codes
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("shipped, reported", [("0", False), ("2", True)])
+def test_a_recursion_whose_limit_is_off_unless_options_are_passed(flavour, shipped, reported):
+    """Fern-generated clients (opik's ``core/http_client.py``): ``max_retries = request_options.get(
+    "max_retries", 0) if request_options is not None else 0`` and ``if max_retries > retries:``
+    call again. Nobody here passes ``request_options``, so as shipped the limit is 0 and there is
+    no retry; with a default of 2 there are two, each after the same 1 s (RTY202)."""
+    code = """
+    class HttpClient:
+        {def} request(self, path, request_options=None, retries=0):
+            response = {aw}self.http.request(path)
+            max_retries = request_options.get("max_retries", LIMIT) if request_options is not None else LIMIT
+            if response.status_code >= 500:
+                if max_retries > retries:
+                    {sleep}(1)
+                    return {aw}self.request(path, request_options=request_options, retries=retries + 1)
+            return response
+    """.replace("LIMIT", shipped)
+    assert _codes(code, flavour) == (["RTY202"] if reported else [])
+    # ``retries = retries or 0`` reads the same way: None as shipped is 0
+    written = 'max_retries = request_options.get("max_retries", LIMIT) if request_options is not None else LIMIT'
+    orred = code.replace(written.replace("LIMIT", shipped), "max_retries = request_options or " + shipped)
+    assert "request_options or" in orred
+    assert _codes(orred, flavour) == (["RTY202"] if reported else [])
