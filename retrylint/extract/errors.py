@@ -135,6 +135,10 @@ def _waits_for_a_lock(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: M
     goes round, a wait for the lock to be released, with no downstream to back off from."""
     if names and all(_LOCK_ERROR.match(n.rsplit(".", 1)[-1]) for n in names):
         return True
+    if names and all(n.rsplit(".", 1)[-1] == "FileExistsError" for n in names):
+        # ``os.mkdir(lock_dir)`` failing with FileExistsError: someone else holds the lock (or the
+        # name is taken); only waiting for it to go, or another name, can help (langsmith's _dir_lock)
+        return True
     for node in walk_local(handler.body):
         if not isinstance(node, cst.If) or not _LOCK_HELD.search(ctx.code(node.test)):
             continue

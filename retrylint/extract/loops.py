@@ -328,6 +328,8 @@ def _asks_for_readiness(loop: cst.CSTNode, retry_trys: List[TryAnalysis], status
     func = ctx.enclosing_function(loop)
     if waits_for_readiness(func):
         return True
+    if retry_trys and all(_connects_and_closes(t.node.body) for t in retry_trys):
+        return True  # junos-eznc's ``probe()``: open a socket and close it again, until the port answers
     probed = [t.operation for t in retry_trys if t.operation is not None]
     probed += [status.response] if status is not None and status.response is not None else []
     probes = bool(probed) and all(probes_readiness(op) for op in probed)
@@ -339,6 +341,17 @@ def _asks_for_readiness(loop: cst.CSTNode, retry_trys: List[TryAnalysis], status
 
 
 _HEALTH = re.compile(r"health|probe", re.I)
+_CONNECTS = frozenset({"connect", "connect_ex", "create_connection", "open_connection"})
+_CLOSES = frozenset({"close", "shutdown", "wait_closed"})
+_SOCKET_SETUP = frozenset({"settimeout", "setblocking", "setsockopt", "socket"})
+
+
+def _connects_and_closes(attempt: cst.CSTNode) -> bool:
+    """The attempt opens a connection and closes it at once, doing nothing with it: a probe of
+    whether the port answers (a readiness check), not work that failed."""
+    names = [last_name(c.func) or "" for c in statement_calls(attempt)]
+    return bool(names) and any(n in _CONNECTS for n in names) and any(n in _CLOSES for n in names) \
+        and all(n in _CONNECTS | _CLOSES | _SOCKET_SETUP for n in names)
 
 
 def _owner_names(func: Optional[cst.CSTNode], ctx: ModuleContext) -> str:

@@ -1131,6 +1131,60 @@ PAIRS = [
         ["RTY201"],
     ),
     (
+        "loop-waits-for-a-lock-directory",  # langsmith's _dir_lock: mkdir fails while another process holds it
+        """
+        {def} acquire(lock_dir):
+            while True:
+                try:
+                    os.mkdir(lock_dir)
+                    return
+                except FileExistsError:
+                    {sleep}(0.01)
+        """,
+        """
+        {def} acquire(lock_dir):
+            while True:
+                try:
+                    os.mkdir(lock_dir)
+                    return
+                except OSError:
+                    {sleep}(0.01)
+        """,
+        ["RTY101"],
+    ),
+    (
+        "loop-probes-a-port",  # junos-eznc's Device.probe(): connect and close until the port answers
+        """
+        {def} probe(host, port, timeout=5):
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.settimeout(1)
+                try:
+                    s.connect((host, port))
+                    s.shutdown(socket.SHUT_RDWR)
+                    s.close()
+                    return True
+                except OSError:
+                    {sleep}(1)
+        """,
+        """
+        {def} probe(host, port, timeout=5):
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.settimeout(1)
+                try:
+                    s.connect((host, port))
+                    s.sendall(b"HELLO")
+                    s.close()
+                    return True
+                except OSError:
+                    {sleep}(1)
+        """,
+        ["RTY202"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
