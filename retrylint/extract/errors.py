@@ -83,6 +83,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         or _checks_until_true(handler.type, names, ctx)
         or _waits_for_a_lock(handler, names, ctx)
         or not catch_all and _says_not_ready(handler)
+        or _round_only_when_not_ready(handler)
     )
     return Handler(handler, names, catch_all, polling, variable)
 
@@ -155,6 +156,7 @@ def _waits_for_a_lock(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: M
 #: retrying in 5 seconds", "Cluster still has active operation", "Index is not ready for ingestion".
 _NOT_READY_TEXT = re.compile(
     r"(?i)\b(not (yet )?ready|not yet (available|created|active|listed|visible|propagated)|"
+    r"not (yet )?(finished|completed?|done) yet|not finished yet|"
     r"still (has )?(an? )?(active|pending|running|in progress|being (created|provisioned|deleted))|"
     r"(waiting|wait) for (it|the \w+|\w+) to (become|be) (ready|available|active|created))"
 )
@@ -175,6 +177,24 @@ def _says_not_ready(handler: cst.ExceptHandler) -> bool:
         if isinstance(node, cst.Call) and last_name(node.func) == "sleep" and _grows(node):
             return False  # ``sleep(2 ** attempt)``: a wait written as a retry schedule is judged as one
     return said
+
+
+def _round_only_when_not_ready(handler: cst.ExceptHandler) -> bool:
+    """instagrapi's album upload: ``except Exception as e: if "Transcode not finished yet" in
+    str(e): sleep(…); continue`` and ``raise e`` for anything else: only the server's "not done
+    yet" answer goes round, a wait for its work to finish, even under a catch-all."""
+    body = list(statements(handler.body))
+    for k, statement in enumerate(body):
+        if not isinstance(statement, cst.If):
+            continue
+        texts = [n.value for n in walk(statement.test) if isinstance(n, (cst.SimpleString, cst.FormattedStringText))]
+        if not any(_NOT_READY_TEXT.search(t) for t in texts):
+            continue
+        _, orelse = if_branches(statement)
+        rest = orelse if orelse is not None else body[k + 1:]
+        if rest and outcomes(rest) == frozenset({RAISE}):
+            return True
+    return False
 
 
 _GROWING_NAME = re.compile(r"backoff|expo", re.I)

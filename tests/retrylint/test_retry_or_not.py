@@ -1185,6 +1185,36 @@ PAIRS = [
         ["RTY202"],
     ),
     (
+        "loop-goes-round-only-on-not-finished-yet",  # instagrapi's album configure: HTTP 202 "Transcode not finished yet"
+        """
+        {def} configure(self, children):
+            for attempt in range(50):
+                try:
+                    configured = {aw}self.album_configure(children)
+                except Exception as e:
+                    if "Transcode not finished yet" in str(e):
+                        {sleep}(10)
+                        continue
+                    raise e
+                if configured:
+                    return configured
+        """,
+        """
+        {def} configure(self, children):
+            for attempt in range(50):
+                try:
+                    configured = {aw}self.album_configure(children)
+                except Exception as e:
+                    if "Service unavailable" in str(e):
+                        {sleep}(10)
+                        continue
+                    raise e
+                if configured:
+                    return configured
+        """,
+        ["RTY202"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
