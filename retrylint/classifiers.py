@@ -50,7 +50,10 @@ def named_status(name: str, qualified: "set[str]") -> Optional[int]:
     match = _CONSTANT_STATUS.match(last)
     if match:
         return int(match.group(1))
-    if any("HTTPStatus" in q or "codes" in q for q in qualified):
+    parts = name.split(".")
+    # ``requests.codes.ok`` with ``requests`` imported inside a function (langchain's
+    # graph_mermaid), where no qualified name resolves: the written name says it
+    if any("HTTPStatus" in q or "codes" in q for q in qualified) or len(parts) > 1 and parts[-2] in ("codes", "HTTPStatus"):
         try:
             return int(http.HTTPStatus[last.upper()])
         except KeyError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -215,9 +217,56 @@ def _status_statement(node: cst.CSTNode, status: int, ctx: ModuleContext, more: 
         if FALL in body:
             result |= status_outcomes(statements(node.orelse), status, ctx, more) if node.orelse else {FALL}
         if RAISE in body:
+            raised = _builtin_raises(node)
             for handler in node.handlers:
+                if raised is not None and not _catches_any(handler, raised, ctx):
+                    continue  # ``raise ValueError(msg)`` for a 4xx is no RequestException: it leaves
                 result |= outcomes(statements(handler.body))
         return frozenset(result)
     if isinstance(node, cst.With):
         return status_outcomes(statements(node.body), status, ctx, more)
     return statement_outcomes(node)
+
+
+def _builtin_raises(try_node: cst.Try) -> Optional[List[type]]:
+    """The built-in exception classes the try's body raises (``raise ValueError(msg)``), when
+    every raise in it names one and it calls no ``raise_for_status()``; None otherwise."""
+    found: List[type] = []
+    for node in walk(try_node.body, skip=DEFERRED):
+        if isinstance(node, cst.Call) and last_name(node.func) == "raise_for_status":
+            return None
+        if not isinstance(node, cst.Raise):
+            continue
+        exc = node.exc.func if isinstance(node.exc, cst.Call) else node.exc
+        cls = getattr(builtins, exc.value, None) if isinstance(exc, cst.Name) else None
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            return None
+        found.append(cls)
+    return found or None
+
+
+def _catches_any(handler: cst.ExceptHandler, raised: List[type], ctx: ModuleContext) -> bool:
+    """Can the handler catch one of these built-in exceptions? Only a built-in base can (a
+    library's class is never a base of ``ValueError``); a bare ``except`` catches all."""
+    if handler.type is None:
+        return True
+    types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    for element in types:
+        expr = element.value if isinstance(element, cst.Element) else element
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return True  # a tuple in a name, a call: we cannot tell
+        last = last_name(expr) or ""
+        # ``socket.error``, ``asyncio.TimeoutError``, ``from socket import timeout``: built-ins by other names
+        cls = _BUILTIN_ALIASES.get(last, getattr(builtins, last, None))
+        if isinstance(expr, cst.Name) and getattr(builtins, last, None) is None:
+            bindings = ctx.bindings(expr)
+            if not bindings or any(b.kind != "import" for b in bindings):
+                return True  # a local alias (``errors = (ValueError, KeyError)``): may hold a built-in
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            continue  # a library's class
+        if any(issubclass(r, cls) for r in raised):
+            return True
+    return False
+
+
+_BUILTIN_ALIASES = {"error": OSError, "timeout": TimeoutError}

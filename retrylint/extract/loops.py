@@ -1182,10 +1182,9 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         return None
     if _checked_before(first, loop, ctx):
         return None  # a failed status raised before this test: only successes reach it
-    start = next((i for i, s in enumerate(body) if s is first or ctx.is_inside(first, s)), None)
-    if start is None:
+    tail = _tail_from(body, first, ctx)
+    if tail is None:
         return None
-    tail = body[start:]
     retried: Set[int] = set()
     exits_on_success = False
     if _rounds_only_when_pending(tail):
@@ -1234,6 +1233,22 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         for branch in _success_branches(n, ctx)
     )
     return StatusSite(first, call, final, success, _decider(readable, retried, ctx))
+
+
+def _tail_from(stmts: Sequence[cst.CSTNode], first: cst.If, ctx: ModuleContext) -> Optional[List[cst.CSTNode]]:
+    """What runs from the status test on: the rest of its block, then what follows the blocks it
+    sits in. An ``if`` around it that is no status test (sentinelhub's ``if sleep_time == 0:``
+    around the request) is entered: its other branch never sees a response."""
+    start = next((i for i, s in enumerate(stmts) if s is first or ctx.is_inside(first, s)), None)
+    if start is None:
+        return None
+    outer = stmts[start]
+    if outer is not first and isinstance(outer, (cst.If, cst.With)) and not (
+            isinstance(outer, cst.If) and status_range(outer.test, ctx) is not None):
+        if ctx.is_inside(first, outer.body):
+            inner = _tail_from(statements(outer.body), first, ctx)
+            return None if inner is None else inner + list(stmts[start + 1:])
+    return list(stmts[start:])
 
 
 def _status_path(stmts: Sequence[cst.CSTNode], status: int, ctx: ModuleContext) -> List[cst.CSTNode]:

@@ -3209,3 +3209,57 @@ def test_a_recursion_whose_limit_is_off_unless_options_are_passed(flavour, shipp
     orred = code.replace(written.replace("LIMIT", shipped), "max_retries = request_options or " + shipped)
     assert "request_options or" in orred
     assert _codes(orred, flavour) == (["RTY202"] if reported else [])
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("test, reported", [("== 429", False), (">= 400", True)])
+def test_a_status_test_inside_a_branch_sees_only_the_responses_of_that_branch(flavour, test, reported):
+    """sentinelhub's download loop: ``if sleep_time == 0:`` send, ``if status == 429: continue``,
+    ``raise_for_status()``, return; otherwise sleep for the rate limiter. The other branch of the
+    outer ``if`` never has a response, so no 4xx goes round there (RTY302 said 400–404 did)."""
+    code = f"""
+    class Client:
+        {{def}} download(self, request):
+            attempts = 0
+            while True:
+                sleep_time = self.limiter.next_slot()
+                if sleep_time == 0:
+                    attempts += 1
+                    response = {{aw}}self.http.send(request)
+                    if response.status_code {test}:
+                        if attempts >= self.max_retries:
+                            raise OutOfRequests(attempts)
+                        {{sleep}}(1)
+                        continue
+                    response.raise_for_status()
+                    return response
+                {{sleep}}(sleep_time)
+    """
+    assert ("RTY302" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("caught, reported", [("requests.RequestException", False), ("Exception", True)])
+def test_a_builtin_error_raised_for_a_status_is_not_caught_by_a_library_handler(flavour, caught, reported):
+    """langchain-core's mermaid renderer: 5xx go round while attempts remain, any other status
+    ``raise ValueError(msg)`` inside the try, whose handler catches ``requests.RequestException``
+    (never a base of ValueError): the 4xx leave the loop. ``except Exception`` would take them round."""
+    code = f"""
+    import requests
+    {{def}} render(url, max_retries=3):
+        for attempt in range(max_retries + 1):
+            try:
+                response = {{aw}}session.get(url)
+                if response.status_code == requests.codes.ok:
+                    return response.content
+                if requests.codes.internal_server_error <= response.status_code and attempt < max_retries:
+                    {{sleep}}(random.uniform(0, 2 ** attempt))
+                    continue
+                raise ValueError(f"failed: {{{{response.status_code}}}}")
+            except {caught} as e:
+                if attempt < max_retries:
+                    {{sleep}}(random.uniform(0, 2 ** attempt))
+                else:
+                    raise ValueError("gave up") from e
+    """
+    assert ("RTY302" in _codes(code, flavour)) is reported
