@@ -436,6 +436,10 @@ def _fresh_earlier(name: str, node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleC
 _DESCRIBES_FAILURE = re.compile(r"^(status\w*|code|errno|message|msg|args|reason|response|details?|text|body)$", re.I)
 
 
+#: What a rate-limit failure says about pacing (handed to a limiter, it changes no request).
+_PACING = re.compile(r"^(headers?|reset\w*|limits?|remaining|quota\w*|seconds|wait\w*|period)$", re.I)
+
+
 def told_by_failure(variable: Optional[str], regions: Sequence[cst.CSTNode], reads: "AttemptReads") -> Optional[str]:
     """The failure path stores what the failure said to do differently before going round
     (``self.client.protocol_context.version = e.expected_version``, ``self.salt =
@@ -460,6 +464,21 @@ def told_by_failure(variable: Optional[str], regions: Sequence[cst.CSTNode], rea
                     said = text[len(variable) + 1:].split(".")
                     if not any(bookkeeping(part) or _DESCRIBES_FAILURE.match(part) for part in said):
                         return name
+        for call in statement_calls(region):
+            # pyrogram's ``except FilePartMissing as e: await self.save_file(path, file_part=e.value)``:
+            # the failure names what is missing and the handler supplies it before sending again
+            callee = last_name(call.func) or ""
+            if _REPORTING.match(callee) or callee in ("sleep", "wait_for"):
+                continue
+            for arg in call.args:
+                if arg.keyword is not None and _TUNING_KEYWORDS.search(arg.keyword.value):
+                    continue
+                for read in walk(arg.value, skip=DEFERRED):
+                    text = dotted_name(read) if isinstance(read, cst.Attribute) else None
+                    if text and text.startswith(variable + ".") and not any(
+                            bookkeeping(part) or _DESCRIBES_FAILURE.match(part) or _PACING.match(part)
+                            for part in text[len(variable) + 1:].split(".")):
+                        return callee
     return None
 
 

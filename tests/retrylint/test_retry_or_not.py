@@ -3263,3 +3263,25 @@ def test_a_builtin_error_raised_for_a_status_is_not_caught_by_a_library_handler(
                     raise ValueError("gave up") from e
     """
     assert ("RTY302" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("handler, reported", [
+    ("{aw}self.save_file(path, file_part=e.value)", False),
+    ("self.limiter.update(e.headers)", True),
+    ("log.warning('missing %s', e.value)", True),
+])
+def test_a_handler_that_supplies_what_the_failure_names_is_a_repair(flavour, handler, reported):
+    """pyrogram's send_photo: ``except FilePartMissing as e: await self.save_file(photo,
+    file_part=e.value)`` uploads the part the server says is missing, then sends again: a repair.
+    Handing the failure's headers to a rate limiter, or logging its value, repairs nothing."""
+    code = f"""
+    class Client:
+        {{def}} send_photo(self, path, media):
+            while True:
+                try:
+                    return {{aw}}self.invoke(media)
+                except FilePartMissing as e:
+                    {handler}
+    """
+    assert ("RTY101" in _codes(code, flavour)) is reported
