@@ -78,7 +78,7 @@ from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import CLOCK_READS, LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
 from .same_operation import (
     AttemptReads, alternative_input, asks_for_a_repair, bookkeeping, changed_on_path, creates_missing, populates_missing,
-    hands_failure_to_input_source, marks_receiver_dead, positioned_by_item, records_each_failure, renews_credentials,
+    fails_over, hands_failure_to_input_source, marks_receiver_dead, positioned_by_item, records_each_failure, renews_credentials,
     told_by_failure,
 )
 from .waits import SLEEP_FUNCTIONS, WAITISH, Sleep, sleep_of
@@ -784,6 +784,7 @@ def _same_operation_again(
         and told_by_failure(h.variable, regions_of[id(h.node)], reads) is None
         and not records_each_failure(h.variable, regions_of[id(h.node)])
         and not marks_receiver_dead(regions_of[id(h.node)], reads)
+        and not fails_over(regions_of[id(h.node)])
         and not hands_failure_to_input_source(h.variable, regions_of[id(h.node)], reads)
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis

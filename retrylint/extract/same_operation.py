@@ -66,7 +66,7 @@ MUTATORS = frozenset(
 )
 #: A receiver taken from alternatives: ``next(hosts)``, ``self._pick_server()``, ``urls[i]``.
 _ALTERNATIVE_CALL = re.compile(
-    r"^_*((get|use|try|load|take)_)?(next|rotate|fail_?over|fallback|alternat\w*|other|switch|select|pick|choose|choice|cycle)(_|$)",
+    r"^_*((get|use|try|load|take)_?)?(next|rotate|fail_?over|fallback|alternat\w*|other|switch|select|pick|choose|choice|cycle)(_|$)",
     re.I,
 )
 
@@ -316,6 +316,34 @@ def _calls_alternative(call: cst.Call) -> bool:
     """``next(hosts)``, ``self._pick_server()``, ``candidates.pop()``: the next of several."""
     name = last_name(call.func) or ""
     return bool(_ALTERNATIVE_CALL.match(name) or _FREE_PORT_CALL.match(name)) or name in ("pop", "popleft")
+
+
+def fails_over(regions: Sequence[cst.CSTNode]) -> bool:
+    """The failure path takes the next of several and sets it up: tarantool's mesh connection,
+    ``addr = self.strategy.getnext(); update_connection(self, addr)``. A fallback over
+    alternatives, not the same request again (the pass that follows goes elsewhere)."""
+    for region in regions:
+        for node in walk(region, skip=DEFERRED):
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                value = unwrap_await(node.value)
+                if not (isinstance(value, cst.Call) and _ALTERNATIVE_CALL.match(last_name(value.func) or "")
+                        and last_name(value.func) not in ("select", "choice", "other")):
+                    continue
+                names = [n for n in _assigned_names(node) if not bookkeeping(n)]
+                # ``delay = next(delays)`` / ``tts = next(intervals)`` then ``sleep(tts)``: a schedule
+                if names and not any(_slept(n, region) for n in names):
+                    return True
+    return False
+
+
+def _assigned_names(node: "cst.Assign | cst.AnnAssign") -> List[str]:
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    return [n for n in (dotted_name(t) for t in targets) if n]
+
+
+def _slept(name: str, region: cst.CSTNode) -> bool:
+    return any(isinstance(c, cst.Call) and (last_name(c.func) or "") in ("sleep", "wait", "wait_for")
+               and name in _names(c) for c in walk(region, skip=DEFERRED))
 
 
 def _steps_from(name: str, node: cst.Assign, loop: cst.CSTNode, ctx: ModuleContext) -> bool:

@@ -1215,6 +1215,40 @@ PAIRS = [
         ["RTY202"],
     ),
     (
+        "loop-fails-over-to-the-next-address",  # tarantool's MeshConnection._opt_reconnect
+        """
+        {def} reconnect(self):
+            last_error = None
+            for _ in range(len(self.strategy.addrs)):
+                try:
+                    {aw}self.connect()
+                    last_error = None
+                    break
+                except NetworkError as exc:
+                    last_error = exc
+                    addr = self.strategy.getnext()
+                    update_connection(self, addr)
+            if last_error:
+                raise last_error
+        """,
+        """
+        {def} reconnect(self):
+            last_error = None
+            for _ in range(len(self.strategy.addrs)):
+                try:
+                    {aw}self.connect()
+                    last_error = None
+                    break
+                except NetworkError as exc:
+                    last_error = exc
+                    addr = self.strategy.current()
+                    update_connection(self, addr)
+            if last_error:
+                raise last_error
+        """,
+        ["RTY201"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
