@@ -471,6 +471,8 @@ def _iteration(loop: cst.CSTNode, ctx: ModuleContext, sleeps: List[Sleep]) -> Op
         )
         return Iteration(infinite=infinite, text="while " + ctx.code(test))
     assert isinstance(loop, cst.For)
+    if _policy_iterator(unwrap_await(loop.iter)):
+        return None  # the policy's iterator waits and gives up between passes: read where it is written
     text = f"for {ctx.code(loop.target)} in {ctx.code(loop.iter)}"
     iteration = _for_iteration(loop.target, unwrap_await(loop.iter), ctx, sleeps)
     if iteration is None and _target_unused(loop):
@@ -479,6 +481,16 @@ def _iteration(loop: cst.CSTNode, ctx: ModuleContext, sleeps: List[Sleep]) -> Op
     if iteration is not None:
         iteration.text = text
     return iteration
+
+
+#: A method of a retry policy that hands out attempts: aiodynamo's ``RetryConfig.attempts()``
+#: sleeps and checks its deadline between yields (``async for _ in self.throttle_config.attempts()``).
+_POLICY_ITERATOR = re.compile(r"^_*(attempts|iter_attempts|tries|retries|retrying|backoff\w*|retry_\w+)$", re.I)
+
+
+def _policy_iterator(iterable: cst.BaseExpression) -> bool:
+    return isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+        and bool(_POLICY_ITERATOR.match(iterable.func.attr.value))
 
 
 def _target_unused(loop: cst.For) -> bool:

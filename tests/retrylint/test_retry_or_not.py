@@ -1249,6 +1249,26 @@ PAIRS = [
         ["RTY201"],
     ),
     (
+        "loop-takes-attempts-from-a-policy",  # aiodynamo: ``async for _ in self.throttle_config.attempts()``
+        """
+        {def} send(self, request):
+            for _ in self.retry_config.attempts():
+                try:
+                    return {aw}self.http.post(request)
+                except Throttled:
+                    continue
+        """,
+        """
+        {def} send(self, request):
+            for _ in self.retry_config.items():
+                try:
+                    return {aw}self.http.post(request)
+                except Throttled:
+                    continue
+        """,
+        ["RTY201"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
