@@ -1615,6 +1615,19 @@ _POLICY_RECEIVER = re.compile(r"(retry_?policy|retrier|retryer|retry_?strategy|p
 _POLICY_METHOD = re.compile(r"^(back_?off|should_retry|increment|next_backoff|on_failure|handle_retry\w*)$", re.I)
 
 
+def _asks_a_policy(node: cst.CSTNode) -> bool:
+    """``if ok or not retry_policy.should_retry(response, exc, n): break`` after the try
+    (azure-datalake-store): the policy object decides, and its ``should_retry`` sleeps."""
+    if not isinstance(node, cst.If):
+        return False
+    for call in walk(node.test):
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+            receiver = (dotted_name(call.func.value) or "").rsplit(".", 1)[-1]
+            if _POLICY_RECEIVER.search(receiver) or _POLICY_METHOD.match(call.func.attr.value):
+                return True
+    return False
+
+
 def _delegates_to_policy(handler: Handler) -> bool:
     """``retry_policy.back_off(wait)``: a policy object decides, may sleep, and may give up."""
     for node in walk(handler.node.body, skip=DEFERRED):
@@ -1959,7 +1972,7 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext, sk
             if found is not None and found.kind != "helper":
                 return True
     names = set(failure_names(handler, ctx))
-    if _delegates_to_policy(handler):
+    if _delegates_to_policy(handler) or any(_asks_a_policy(n) for r in analysis.rest for n in walk(r, skip=DEFERRED)):
         return True
     for node in walk(handler.node.body, skip=DEFERRED):
         if isinstance(node, cst.If) and _is_gate(node):

@@ -3339,3 +3339,30 @@ def test_a_handler_that_supplies_what_the_failure_names_is_a_repair(flavour, han
                     {handler}
     """
     assert ("RTY101" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("gate, reported", [("retry_policy.should_retry(response, last_exception, retry_count)", False),
+                                            ("retry_count < 5", True)])
+def test_a_policy_asked_after_the_try_may_wait(flavour, gate, reported):
+    """azure-datalake-store's ``__call``: the handler only records the failure, and after the try
+    ``if ok or not retry_policy.should_retry(...): break``; the policy's ``should_retry`` sleeps
+    (ExponentialRetryPolicy). A plain count there waits for nothing: an immediate retry."""
+    code = f"""
+    class Rest:
+        {{def}} call(self, retry_policy, request):
+            retry_count = -1
+            while True:
+                retry_count += 1
+                last_exception = None
+                try:
+                    response = {{aw}}self.http.send(request)
+                except ConnectionError as e:
+                    last_exception = e
+                    response = None
+                ok = response is not None
+                if ok or not {gate}:
+                    break
+            return response
+    """
+    assert ("RTY201" in _codes(code, flavour)) is reported
