@@ -1897,11 +1897,20 @@ def _sleeps_only_for_some_failures(handler: Handler, own: List[Sleep], ctx: Modu
         guard = next((a for a in ctx.ancestors(sleep.call) if isinstance(a, cst.If)), None)
         if guard is None or not ctx.is_inside(guard, handler.node) or guard.orelse is not None:
             return False
+        if _tests_the_delay(guard, sleep):
+            return False  # ``if tts: sleep(tts)``: a zero delay is skipped, every failure waits its turn
         if not ctx.is_inside(sleep.call, guard.body) or not set(_names(guard.test)) & names:
             return False
         if outcomes(statements(guard.body)) & EXITS:
             return False
     return True
+
+
+def _tests_the_delay(guard: cst.If, sleep: Sleep) -> bool:
+    """The guard only asks whether there is a delay to wait (``if tts:``, ``if delay > 0:``)."""
+    tested = {n for n in _names(guard.test) if n}
+    waited = {n for n in _names(sleep.call) if n}
+    return bool(tested) and tested <= waited
 
 
 def _sleeps_only_on_some_attempts(own: List[Sleep], loop: cst.CSTNode, handler: Handler,

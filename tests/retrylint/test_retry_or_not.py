@@ -26,6 +26,7 @@ def _report(code: str, flavour: dict):
     source = "import asyncio, time, random, errno, os, socket\n" + textwrap.dedent(code).format(**flavour)
     report = check_source(source, "case.py", settings_with(CODES))
     assert report.error is None, report.error
+    assert not any(f.code == "RTY001" for f in report.findings), "the case does not parse"
     return report
 
 
@@ -3366,3 +3367,26 @@ def test_a_policy_asked_after_the_try_may_wait(flavour, gate, reported):
             return response
     """
     assert ("RTY201" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("guard, reported", [("tts", False), ("exc.transient", True)])
+def test_a_guard_that_skips_a_zero_delay_leaves_no_path_unslept(flavour, guard, reported):
+    """pulsar's ``_retry_over_time``: ``tts = errback(exc, intervals, n)`` then ``if tts:
+    sleep(tts)``: a zero delay skipped is the schedule's own, not a failure sent round at once.
+    A guard on the failure itself (``if exc.transient:``) leaves the others unslept (RTY201)."""
+    code = f"""
+    import itertools
+    {{def}} call(fun, errback, intervals, max_retries=5):
+        for retries in itertools.count():
+            try:
+                return {{aw}}fun()
+            except OSError as exc:
+                if retries >= max_retries:
+                    raise
+                tts = next(intervals)
+                if {guard}:
+                    {{sleep}}(tts)
+    """
+    codes = _codes(code, flavour)
+    assert ("RTY201" in codes) is reported, codes
