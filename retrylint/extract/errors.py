@@ -12,7 +12,7 @@ from ..model import CatchKind, Location, RetriedError
 from ..syntax import DEFERRED, EXITS, RAISE, dotted_name, if_branches, last_name, outcomes, statements, walk, walk_local
 from ..summaries import NOT_YET_ERRNO
 from .context import ModuleContext
-from .status import HTTP_ERROR_BASES, HTTP_STATUS_EXCEPTIONS, status_set
+from .status import HTTP_ERROR_BASES, HTTP_STATUS_EXCEPTIONS, status_range, status_set
 
 CATCH_ALL = frozenset({"Exception", "BaseException"})
 
@@ -84,6 +84,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         or _waits_for_a_lock(handler, names, ctx)
         or not catch_all and _says_not_ready(handler)
         or _round_only_when_not_ready(handler)
+        or _round_only_while_missing(handler, ctx)
     )
     return Handler(handler, names, catch_all, polling, variable)
 
@@ -193,6 +194,24 @@ def _round_only_when_not_ready(handler: cst.ExceptHandler) -> bool:
         _, orelse = if_branches(statement)
         rest = orelse if orelse is not None else body[k + 1:]
         if rest and outcomes(rest) == frozenset({RAISE}):
+            return True
+    return False
+
+
+def _round_only_while_missing(handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:
+    """kr8s's ``get(..., timeout=2)``: ``except ServerError as e: if e.response.status_code == 404:
+    continue`` and ``raise e`` for the rest: only "not there yet" goes round, a wait for the
+    resource to appear (the statuses a loop retries say the same, see ``loops._statuses``)."""
+    body = list(statements(handler.body))
+    for k, statement in enumerate(body):
+        if not isinstance(statement, cst.If):
+            continue
+        tested = status_range(statement.test, ctx)
+        if tested is None or not tested[1] or any(not 400 <= s < 500 or s in (408, 429) for s in tested[1]):
+            continue
+        branch, orelse = if_branches(statement)
+        rest = orelse if orelse is not None else body[k + 1:]
+        if rest and outcomes(rest) == frozenset({RAISE}) and not outcomes(branch) & frozenset({RAISE}):
             return True
     return False
 

@@ -91,6 +91,8 @@ def status_range(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[Tuple
                  if isinstance(n, cst.Attribute)} - {"", "self", "cls"}
         ranges = []
         for side, found in zip((test.left, test.right), sides):
+            if found is None and _present(side):
+                found = (ALL_STATUSES, ALL_STATUSES)  # ``e.response and e.response.status_code == 404``
             if found is None:
                 typed = _type_test(side, roots)
                 if typed is None and any(isinstance(n, cst.Name) and n.value in roots for n in walk(side)):
@@ -104,6 +106,15 @@ def status_range(test: cst.BaseExpression, ctx: ModuleContext) -> Optional[Tuple
             return sure_l & sure_r, may_l & may_r
         return sure_l | sure_r, may_l | may_r
     return None
+
+
+def _present(test: cst.BaseExpression) -> bool:
+    """``e.response`` / ``resp is not None``: the object that carries the status exists, which it
+    does whenever there is a status to test."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, cst.IsNot) and dotted_name(test.comparisons[0].comparator) == "None":
+        test = test.left
+    return isinstance(test, (cst.Attribute, cst.Name)) and bool(RESPONSE_OR_STATUS.search(dotted_name(test) or ""))
 
 
 def _type_test(test: cst.BaseExpression, roots: set) -> Optional[Tuple[FrozenSet[int], FrozenSet[int]]]:

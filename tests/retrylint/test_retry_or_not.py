@@ -1270,6 +1270,32 @@ PAIRS = [
         ["RTY201"],
     ),
     (
+        "loop-waits-for-the-resource-to-be-listed",  # kr8s's APIObject.get(name, timeout=2)
+        """
+        {def} get(api, name, timeout=2):
+            start = time.time()
+            while start + timeout > time.time():
+                try:
+                    return {aw}api.get_one(name)
+                except ServerError as e:
+                    if e.response and e.response.status_code == 404:
+                        continue
+                    raise e
+        """,
+        """
+        {def} get(api, name, timeout=2):
+            start = time.time()
+            while start + timeout > time.time():
+                try:
+                    return {aw}api.get_one(name)
+                except ServerError as e:
+                    if e.response and e.response.status_code == 503:
+                        continue
+                    raise e
+        """,
+        ["RTY201"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
