@@ -32,6 +32,7 @@ class Summaries:
         self._errno: Dict[str, bool] = {}
         self._limiters: Dict[str, bool] = {}
         self._limit_names: Dict[str, FrozenSet[str]] = {}
+        self._may_raise: Dict[str, bool] = {}
         self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
         self._status_checkers: Dict[str, bool] = {}
         self._status_raise_kinds: Dict[str, Optional[str]] = {}
@@ -75,6 +76,12 @@ class Summaries:
         if key not in self._limit_names:
             self._limit_names[key] = _compared_before_raise(self._functions[key][1])
         return self._limit_names[key]
+
+    def may_raise(self, key: Optional[str]) -> bool:
+        """The helper raises on some path (a ``raise`` of its own): handed a response, it
+        classifies it (meraki's ``_handle_client_error`` raises unless the 4xx is retryable)."""
+        return self._asked(key, self._may_raise, lambda func: any(
+            isinstance(n, ast.Raise) for s in func.body for n in _own_nodes(s)))  # type: ignore[attr-defined]
 
     def raises_for_status(self, key: Optional[str]) -> bool:
         """The helper raises for a response that is not a success (``if response.status != 200:

@@ -71,7 +71,7 @@ from .polls import (
     attempt_probes, awaits_a_state, loops_until_a_state, named_for_waiting, probes_readiness, reads_a_local_file, waits_by_name,
     waits_for_readiness, waits_then_looks_up,
 )
-from .status import ALL_STATUSES, classified, mentions_status, status_range, status_set
+from .status import ALL_STATUSES, RESPONSE_OR_STATUS, classified, mentions_status, status_range, status_set
 from ..narrowing import Trigger
 from .candidates import FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
@@ -1240,12 +1240,27 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
         final = None  # the code decides with something we cannot read (a config set, a helper)
     else:
         final = _explicit_permanent_handling(readable, frozenset(retried), ctx)
+    if final:
+        # ``elif 400 <= status < 500: retries = self._handle_client_error(response, ...)``, a helper
+        # that raises unless the error is retryable: those statuses are decided there, unread
+        final = frozenset(s for s in final if not _classified_by_helper(_status_path(tail, s, ctx), ctx)) or None
     success = tuple(
         branch
         for n in readable
         for branch in _success_branches(n, ctx)
     )
     return StatusSite(first, call, final, success, _decider(readable, retried, ctx))
+
+
+def _classified_by_helper(path: Sequence[cst.CSTNode], ctx: ModuleContext) -> bool:
+    """A step of the path hands the response to a helper of this module that may raise."""
+    for statement in path:
+        for call in statement_calls(statement):
+            if not ctx.summaries.may_raise(ctx.helper_key(call)):
+                continue
+            if any(RESPONSE_OR_STATUS.search(dotted_name(arg.value) or "") for arg in call.args):
+                return True
+    return False
 
 
 def _tail_from(stmts: Sequence[cst.CSTNode], first: cst.If, ctx: ModuleContext) -> Optional[List[cst.CSTNode]]:

@@ -3416,3 +3416,34 @@ def test_a_guard_that_skips_a_zero_delay_leaves_no_path_unslept(flavour, guard, 
     """
     codes = _codes(code, flavour)
     assert ("RTY201" in codes) is reported, codes
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("helper_body, reported", [
+    ("if response.status_code != 409:\n                raise ApiError(response)\n            return retries - 1", False),
+    ("log.warning('client error %s', response.status_code)\n            return retries - 1", True),
+])
+def test_a_status_handed_to_a_helper_that_may_raise_is_decided_there(flavour, helper_body, reported):
+    """meraki's session: ``elif 400 <= status < 500: retries = self._handle_client_error(response,
+    retries)``, which raises unless the error is retryable: the 4xx are decided in the helper,
+    not sent round blindly. A helper that only logs sends every 4xx round (RTY302)."""
+    code = f"""
+    class Session:
+        def _handle_client_error(self, response, retries):
+            {helper_body}
+
+        {{def}} request(self, url):
+            retries = 5
+            while retries > 0:
+                response = {{aw}}self.http.get(url)
+                status = response.status_code
+                if 200 <= status < 300:
+                    return response
+                elif status >= 500:
+                    {{sleep}}(random.uniform(0, 2))
+                    retries -= 1
+                elif 400 <= status < 500:
+                    retries = self._handle_client_error(response, retries)
+                    {{sleep}}(random.uniform(0, 2))
+    """
+    assert ("RTY302" in _codes(code, flavour)) is reported
