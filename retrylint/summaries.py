@@ -374,6 +374,9 @@ def status_raise_kind(func: ast.AST) -> Optional[str]:
     if wrapped:
         return "own"  # the HTTP error, wrapped into the package's own
     for test in _status_raise_tests(func):
+        low = test.left.value if isinstance(test.left, ast.Constant) and isinstance(test.left.value, int) else None
+        if low is not None and low <= 400 and isinstance(test.ops[0], (ast.LtE, ast.Lt)):
+            return "own"  # ``elif 400 <= response.status_code < 500: raise BadRequestError(...)``
         if len(test.ops) != 1:
             continue
         op, right = test.ops[0], test.comparators[0]
@@ -390,6 +393,8 @@ def _status_raise_tests(func: ast.AST) -> Iterator[ast.Compare]:
     for node in ast.walk(func):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and any(isinstance(s, ast.Raise) for s in node.body):
             left = node.test.left
+            if isinstance(left, ast.Constant) and node.test.comparators:
+                left = node.test.comparators[0]  # ``400 <= r.status_code < 500``
             if isinstance(left, ast.Attribute) and left.attr in ("status", "status_code"):
                 yield node.test
 

@@ -211,6 +211,8 @@ def _status_statement(node: cst.CSTNode, status: int, ctx: ModuleContext, more: 
         value = unwrap_await(node.value)
         if isinstance(value, cst.Call) and last_name(value.func) == "raise_for_status" and status >= 400:
             return frozenset({RAISE})
+        if isinstance(value, cst.Call) and status >= 400 and _raises_for(value, status, ctx):
+            return frozenset({RAISE})
     if isinstance(node, cst.Try):
         body = status_outcomes(statements(node.body), status, ctx, more)
         result = set(body - {FALL})
@@ -270,3 +272,17 @@ def _catches_any(handler: cst.ExceptHandler, raised: List[type], ctx: ModuleCont
 
 
 _BUILTIN_ALIASES = {"error": OSError, "timeout": TimeoutError}
+
+
+def _raises_for(call: cst.Call, status: int, ctx: ModuleContext) -> bool:
+    """A helper raises for this failed status: ``self._raise_for_status(response, ...)`` of a base
+    class in another module (mailersend), a function that calls ``raise_for_status()``, or one that
+    raises its own error for a 4xx."""
+    key = ctx.helper_key(call)
+    if key in ctx.summaries:
+        kind = ctx.summaries.status_raise_kind(key)
+    else:
+        callee = ctx.program_callee(call)
+        raised = ctx.program.status_raiser(*callee) if callee is not None else None
+        kind = raised[0] if raised is not None else None
+    return kind == "http" or kind == "own" and status < 500

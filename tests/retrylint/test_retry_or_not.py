@@ -3447,3 +3447,31 @@ def test_a_status_handed_to_a_helper_that_may_raise_is_decided_there(flavour, he
                     {{sleep}}(random.uniform(0, 2))
     """
     assert ("RTY302" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("last_step, reported", [("self._raise_for_status(response)", False),
+                                                 ("log.warning('status %s', response.status_code)", True)])
+def test_a_status_that_a_helper_raises_for_does_not_go_round(flavour, last_step, reported):
+    """mailersend's client: statuses not in RETRY_STATUSES go to ``self._raise_for_status(response)``,
+    whose ``elif 400 <= response.status_code < 500: raise BadRequestError(...)`` ends the loop for
+    every 4xx. Only logging them lets the 4xx fall through and go round (RTY302)."""
+    code = f"""
+    class Client:
+        def _raise_for_status(self, response):
+            if response.status_code == 401:
+                raise AuthenticationError(response)
+            elif 400 <= response.status_code < 500:
+                raise ApiError(response)
+
+        {{def}} request(self, url):
+            for attempt in range(4):
+                response = {{aw}}self.http.get(url)
+                if 200 <= response.status_code < 300:
+                    return response
+                if response.status_code in (429, 503):
+                    {{sleep}}(random.uniform(0, 2 ** attempt))
+                    continue
+                {last_step}
+    """
+    assert ("RTY302" in _codes(code, flavour)) is reported
