@@ -354,9 +354,26 @@ def _raise_for_status_calls(func: ast.AST) -> Tuple[int, int]:
                                              for h in node.handlers):
             for statement in node.body:
                 wrapped.update(id(n) for n in ast.walk(statement) if _is_raise_for_status(n))
-    calls = [n for n in ast.walk(func) if _is_raise_for_status(n)]
+    calls = [n for n in ast.walk(func) if _is_raise_for_status(n) and id(n) not in _only_for_retryable(func)]
     inside = sum(1 for n in calls if id(n) in wrapped)
     return len(calls) - inside, inside
+
+
+def _only_for_retryable(func: ast.AST) -> set:
+    """``raise_for_status()`` calls under ``if r.status_code in (408, 429) or r.status_code >= 500:``
+    (logfire's ``raise_for_retryable_status``): they raise for the retryable statuses only."""
+    found: set = set()
+    for node in ast.walk(func):
+        if not isinstance(node, ast.If) or not any(isinstance(n, ast.Attribute) and n.attr in ("status", "status_code")
+                                                   for n in ast.walk(node.test)):
+            continue
+        numbers = [n.value for n in ast.walk(node.test) if isinstance(n, ast.Constant) and isinstance(n.value, int)
+                   and not isinstance(n.value, bool)]
+        ops = [op for n in ast.walk(node.test) if isinstance(n, ast.Compare) for op in n.ops]
+        if numbers and all(v in (408, 429) or 500 <= v < 600 for v in numbers) \
+                and all(isinstance(op, (ast.In, ast.Eq, ast.GtE, ast.Gt)) for op in ops):
+            found.update(id(n) for s in node.body for n in ast.walk(s) if _is_raise_for_status(n))
+    return found
 
 
 def _is_raise_for_status(node: ast.AST) -> bool:

@@ -3475,3 +3475,29 @@ def test_a_status_that_a_helper_raises_for_does_not_go_round(flavour, last_step,
                 {last_step}
     """
     assert ("RTY302" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("guard, reported", [("response.status_code in (408, 429) or response.status_code >= 500", False),
+                                             ("response.status_code >= 400", True)])
+def test_raise_for_status_only_for_retryable_statuses_retries_no_4xx(flavour, guard, reported):
+    """logfire's DiskRetryer: ``raise_for_retryable_status(response)`` calls ``raise_for_status()``
+    only under ``if status in (408, 429) or status >= 500``, so the ``except RequestException``
+    that retries sees no 4xx. Raising for every status >= 400 would send the 4xx round (RTY302)."""
+    code = f"""
+    import requests
+
+    def raise_for_retryable_status(response):
+        if {guard}:
+            response.raise_for_status()
+
+    {{def}} export(session, data):
+        for attempt in range(5):
+            try:
+                response = {{aw}}session.post(data=data)
+                raise_for_retryable_status(response)
+                return response
+            except requests.exceptions.RequestException:
+                {{sleep}}(random.uniform(0, 2 ** attempt))
+    """
+    assert ("RTY302" in _codes(code, flavour)) is reported
