@@ -2065,6 +2065,10 @@ def combine_delays(delays: List[Tuple[Delay, Sleep]]) -> Tuple[Delay, Optional[S
 
 
 def _same_schedule(a: Delay, b: Delay) -> bool:
+    if a.kind is DelayKind.FIXED and b.kind is DelayKind.FIXED and not known(a.base) and a.text != b.text:
+        # ``sleep(settings.PAUSE)`` on the third attempt, ``sleep(settings.WAIT)`` after: two
+        # constants we cannot read are two delays, not one fixed schedule (django-outbox-pattern)
+        return False
     return (a.kind, a.base, a.factor, a.step, a.cap, a.steps, a.jitter) == (b.kind, b.base, b.factor, b.step, b.cap, b.steps, b.jitter)
 
 

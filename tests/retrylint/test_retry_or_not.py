@@ -3501,3 +3501,26 @@ def test_raise_for_status_only_for_retryable_statuses_retries_no_4xx(flavour, gu
                 {{sleep}}(random.uniform(0, 2 ** attempt))
     """
     assert ("RTY302" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("later, reported", [("settings.WAIT_RETRY", False), ("settings.PAUSE_FOR_RETRY", True)])
+def test_two_unread_constants_are_two_delays(flavour, later, reported):
+    """django-outbox-pattern's ``_send_with_retry``: ``sleep(settings.DEFAULT_PAUSE_FOR_RETRY)`` on
+    the third attempt and ``sleep(settings.DEFAULT_WAIT_RETRY)`` after it: two values we cannot
+    read are no single fixed delay. The same constant on both branches is one (RTY202)."""
+    code = f"""
+    {{def}} send(connection, settings, message):
+        attempts = 0
+        while attempts < 50:
+            try:
+                {{aw}}connection.send(message)
+                return
+            except StompError:
+                attempts += 1
+                if attempts == 3:
+                    {{sleep}}(settings.PAUSE_FOR_RETRY)
+                elif attempts > 3:
+                    {{sleep}}({later})
+    """
+    assert ("RTY202" in _codes(code, flavour)) is reported
