@@ -1534,6 +1534,9 @@ def _bound(
     for handler in handlers:
         if _delegates_to_policy(handler) or _hands_over_the_limit(handler, ctx):
             per_handler[id(handler.node)].possible = True
+    if status is not None and not retry_trys and _status_path_hands_over_the_limit(loop, status, ctx):
+        # lago's ``handle_rate_limit_response(response, config, retry_attempt)``: raises when spent
+        (status_path or shared).possible = True
     paths = [shared.merged(per_handler[id(h.node)]) for h in handlers]
     if status_path is not None:
         paths.append(shared.merged(status_path))
@@ -1670,6 +1673,27 @@ def _hands_over_the_limit(handler: Handler, ctx: ModuleContext) -> bool:
                 if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) for n in _names(arg.value) if n):
                     return True
     return False
+
+
+def _status_path_hands_over_the_limit(loop: cst.CSTNode, status: StatusSite, ctx: ModuleContext) -> bool:
+    """After the status test, a helper is handed the attempt count or deadline (or counts and
+    raises when spent): the bound of a status loop that may well be there, unread."""
+    after = ctx.location(status.test).line
+    for node in statement_calls(loop.body):  # type: ignore[attr-defined]
+        if ctx.location(node).line <= after or node is status.response:
+            continue
+        if ctx.summaries.limits(ctx.helper_key(node)):
+            return True
+        if not (ctx.call_name(node) & SLEEP_FUNCTIONS) and not _bookkeeping_call(node, ctx):
+            for arg in node.args:
+                if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) and not _DELAY_WORDS.search(n.rsplit(".", 1)[-1])
+                       for n in _names(arg.value) if n):
+                    return True
+    return False
+
+
+#: ``retry_after``, ``retry_delay``: what a helper is told to wait, not how many attempts are left.
+_DELAY_WORDS = re.compile(r"after|delay|wait|sleep|backoff|interval", re.I)
 
 
 def _is_gate(node: cst.If) -> bool:

@@ -3524,3 +3524,25 @@ def test_two_unread_constants_are_two_delays(flavour, later, reported):
                     {{sleep}}({later})
     """
     assert ("RTY202" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("handed, reported", [("retry_attempt", False), ("retry_after", True)])
+def test_a_status_loop_that_hands_its_count_to_a_helper_may_be_bounded_there(flavour, handed, reported):
+    """lago's request wrapper: ``if not is_rate_limit_response(response): return response``, then
+    ``wait = handle_rate_limit_response(response, config, retry_attempt)``, which raises once the
+    attempts are spent (a helper in another module). Handing it only the Retry-After value bounds
+    nothing: retried forever (RTY101)."""
+    code = f"""
+    {{def}} request(http, url, config):
+        retry_attempt = 0
+        while True:
+            response = {{aw}}http.get(url)
+            if response.status_code != 429:
+                return response
+            retry_after = response.headers.get("Retry-After")
+            wait = handle_rate_limit_response(response, config, {handed})
+            {{sleep}}(wait)
+            retry_attempt += 1
+    """
+    assert ("RTY101" in _codes(code, flavour)) is reported
