@@ -168,6 +168,11 @@ def initial_as_shipped(name: str, loop: cst.CSTNode, ctx: ModuleContext, loop_bi
     filled = [b for b in outside if b.kind != "param"]
     if len(params) != 1 or len(filled) != 1 or filled[0].value is None or dotted_name(params[0].value) != "None":
         return UNKNOWN
+    if isinstance(filled[0].value, cst.BooleanOperation) and isinstance(filled[0].value.operator, cst.Or) \
+            and dotted_name(filled[0].value.left) == name:
+        # ``retries = retries or 0`` (internetarchive's upload_file): None as shipped becomes the right side
+        shape = shape_of(filled[0].value, DelayEnv(ctx, callers=False, defaults=True))
+        return shape.value if shape.kind == "const" else UNKNOWN
     guard = next((a for a in ctx.ancestors(filled[0].node) if isinstance(a, cst.If)), None)
     test = guard.test if guard is not None else None
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1

@@ -305,6 +305,9 @@ def _fails_as_shipped(test: cst.BaseExpression, env: DelayEnv) -> Optional[bool]
     if not isinstance(name, cst.Name):
         return None
     bindings = [b for b in env.ctx.bindings(name) if b.kind != "import"]
+    line = env.ctx.location(name).line
+    # ``retries = retries or 0``: the later bindings do not hold yet where the parameter is read
+    bindings = [b for b in bindings if b.kind == "param" or env.ctx.location(b.node).line < line]
     if len(bindings) != 1 or bindings[0].kind != "param" or bindings[0].value is None \
             or dotted_name(bindings[0].value) != "None" or not env.ctx.parameter_as_shipped(bindings[0].node):  # type: ignore[arg-type]
         return None

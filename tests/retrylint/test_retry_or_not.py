@@ -3546,3 +3546,24 @@ def test_a_status_loop_that_hands_its_count_to_a_helper_may_be_bounded_there(fla
             retry_attempt += 1
     """
     assert ("RTY101" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("filled, reported", [("0", False), ("3", True)])
+def test_a_counter_filled_in_with_or_is_read_as_shipped(flavour, filled, reported):
+    """internetarchive's ``upload_file``: ``retries = retries or 0`` with ``retries=None`` that no
+    caller passes: as shipped the 503 branch (``retries > 0``) never runs. ``retries or 3`` retries
+    three times after the same 30 s (RTY202)."""
+    code = f"""
+    {{def}} upload(session, data, retries=None, retries_sleep=None):
+        retries = retries or {filled}
+        retries_sleep = retries_sleep or 30
+        while True:
+            response = {{aw}}session.put(data)
+            if response.status_code == 503 and retries > 0:
+                {{sleep}}(retries_sleep)
+                retries -= 1
+                continue
+            return response
+    """
+    assert ("RTY202" in _codes(code, flavour)) is reported
