@@ -95,7 +95,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
 #: poll or back-pressure, not a retry of a failure. ``IncompleteRead`` (a truncated body) is a
 #: transport failure and does not match.
 _NOT_YET_WORDS = re.compile(
-    r"(NotReady|NotYet|StillProcessing|InProgress|NotFinished|NotComplete|Incomplete|Pending|"
+    r"(NotReady|NotYet|StillProcessing|StillRunning|InProgress|NotFinished|NotComplete|NotDone|Incomplete|Pending|"
     r"MaxConnectionsExceeded|PoolExhausted|PoolTimeout|BufferError)(Error|Exception)?$"
 )
 

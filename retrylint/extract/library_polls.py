@@ -25,6 +25,7 @@ import libcst as cst
 from ..model import DelayKind, RetryPolicy
 from ..syntax import DEFERRED, dotted_name, walk
 from .context import ModuleContext
+from .errors import not_yet_name
 from .libraries.common import Args, decorated, names_of, resolve
 from .polls import _WAITS, _state_test
 
@@ -40,7 +41,11 @@ def waits_for_a_state(policy: RetryPolicy, ctx: ModuleContext) -> bool:
         return False
     function = decorated(call, ctx)
     if function is None:
-        return False
+        # ``Retrying(wait=wait_fixed(c), retry=retry_if_exception_type(BigQueryJobStillRunning))``
+        # called on a helper (feast): every condition is an exception that says "not yet"
+        conditions = _conditions(policy.source, call, ctx)
+        return bool(conditions) and all(kind == "raise" and all(not_yet_name(n.rsplit(".", 1)[-1]) for n in value)
+                                         for kind, value in conditions)  # type: ignore[union-attr]
     if _WAITS.match(function.name.value) and policy.delay.kind is DelayKind.FIXED:
         return True  # ``@retry(wait=wait_fixed(10))`` on ``wait_for_cluster``: the pace of a poll
     conditions = _conditions(policy.source, call, ctx)

@@ -92,6 +92,36 @@ PAIRS = [
         """,
         {"RTY102", "RTY202"},
     ),
+    (
+        "retrying-object-on-a-not-yet-exception",  # feast's BigQuery block_until_done
+        """
+        from tenacity import Retrying, stop_after_delay
+
+        class BigQueryJobStillRunning(Exception):
+            pass
+
+        def block_until_done(client, job, timeout=1800):
+            def _wait_until_done(job):
+                if client.get_job(job).state in ["PENDING", "RUNNING"]:
+                    raise BigQueryJobStillRunning(job)
+
+            retryer = Retrying(wait=wait_fixed(1), stop=stop_after_delay(timeout),
+                               retry=retry_if_exception_type(BigQueryJobStillRunning), reraise=True)
+            retryer(_wait_until_done, job)
+        """,
+        """
+        from tenacity import Retrying, stop_after_delay
+
+        def block_until_done(client, job, timeout=1800):
+            def _fetch(job):
+                return client.get_job(job)
+
+            retryer = Retrying(wait=wait_fixed(1), stop=stop_after_delay(timeout),
+                               retry=retry_if_exception_type(requests.ConnectionError), reraise=True)
+            retryer(_fetch, job)
+        """,
+        {"RTY202"},
+    ),
 ]
 
 
