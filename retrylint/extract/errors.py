@@ -327,7 +327,7 @@ def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
             body, orelse = if_branches(node)
             if outcomes(body) & EXITS or (orelse is not None and outcomes(orelse) & EXITS) or orelse is None and _exits_after(node, handler, ctx):
                 return True
-            if _flags_an_exit_after_the_try(body, handler, ctx):
+            if _flags_an_exit_after_the_try(body, handler, ctx) or _spends_the_count_in_a_branch(node, handler):
                 return True
         if isinstance(node, cst.Match) and variable and variable in _names(node.subject):
             return True
@@ -340,6 +340,24 @@ def filters_failure(handler: Handler, ctx: ModuleContext) -> bool:
         if isinstance(node, cst.Assert) and variable and variable in _names(node.test):
             return True
     return False
+
+
+def _spends_the_count_in_a_branch(chain: cst.If, handler: Handler) -> bool:
+    """pyvmomi's ``InvokeAccessor``: ``if isinstance(e, SESSION): relogin`` ``elif isinstance(e,
+    (ExpatError, socket.error)): sleep`` ``else: retriesLeft = 0``, then ``if retriesLeft > 0:
+    continue`` and ``raise e``: the failures no branch picks spend the count and are raised."""
+    spent = set()
+    for node in walk(chain, skip=DEFERRED):
+        if isinstance(node, cst.Assign) and (isinstance(node.value, cst.Integer) and node.value.value == "0"
+                                             or isinstance(node.value, cst.Name) and node.value.value in ("False", "None")):
+            spent.update(dotted_name(t.target) for t in node.targets)
+    spent.discard(None)
+    body = list(statements(handler.node.body))
+    if not spent or chain not in body:
+        return False
+    rest = body[body.index(chain) + 1:]
+    tests = any(isinstance(s, cst.If) and spent & set(_names(s.test)) for s in rest)
+    return tests and RAISE in outcomes(rest)
 
 
 def _flags_an_exit_after_the_try(body: Sequence[cst.CSTNode], handler: Handler, ctx: ModuleContext) -> bool:
