@@ -3572,8 +3572,8 @@ def test_a_counter_filled_in_with_or_is_read_as_shipped(flavour, filled, reporte
 @pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
 @pytest.mark.parametrize("other, reported", [("retries_left = 0", False), ("log.debug('other error')", True)])
 def test_a_catch_all_whose_other_branch_spends_the_count_classifies(flavour, other, reported):
-    """pyvmomi's ``InvokeAccessor``: ``except Exception as e:`` re-logs in for session errors,
-    sleeps for socket and parse errors, and ``else: retriesLeft = 0``, then ``if retriesLeft > 0:
+    """pyvmomi's ``InvokeAccessor``: ``except Exception as e:`` sleeps for socket and parse
+    errors (and re-logs in for session errors), and ``else: retriesLeft = 0``, then ``if retriesLeft > 0:
     continue`` and ``raise e``: every other error is raised at once. Without that ``else`` the
     catch-all retries them all (RTY301)."""
     code = f"""
