@@ -1339,7 +1339,24 @@ def _rounds_only_when_pending(stmts: Sequence[cst.CSTNode]) -> bool:
         after = outcomes(stmts[index + 1 :])
         if outcomes(body) & {CONTINUE, FALL} and after and after <= EXITS:
             return True
+        if _pending_chain_else_leaves(statement):
+            return True
     return False
+
+
+def _pending_chain_else_leaves(chain: cst.If) -> bool:
+    """``if error == "slow_down": interval += 5`` ``elif error == "authorization_pending":
+    continue`` ``else: raise`` (an OAuth device-flow poll, logfire's gateway login): every branch
+    that goes round tests a "not yet" answer, and the last ``else`` leaves."""
+    node: Optional[cst.CSTNode] = chain
+    while isinstance(node, cst.If):
+        if not tests_pending(node.test):
+            return False
+        node = node.orelse
+    if not isinstance(node, cst.Else):
+        return False
+    rest = outcomes(statements(node.body))
+    return bool(rest) and rest <= EXITS
 
 
 def _leaves_unless_pending(rest: Sequence[cst.CSTNode]) -> bool:

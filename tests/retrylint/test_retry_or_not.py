@@ -1296,6 +1296,40 @@ PAIRS = [
         ["RTY201"],
     ),
     (
+        "loop-polls-the-device-flow-with-an-error-chain",  # logfire's gateway login (RFC 8628)
+        """
+        {def} poll(client, device_code, interval, deadline):
+            while time.time() < deadline:
+                {sleep}(interval)
+                response = {aw}client.post_token(device_code)
+                if response.status_code == 200:
+                    return response.json()
+                error = response.json().get("error")
+                if error == "slow_down":
+                    interval += 5
+                elif error == "authorization_pending":
+                    continue
+                else:
+                    raise LoginError(error)
+        """,
+        """
+        {def} poll(client, device_code, interval, deadline):
+            while time.time() < deadline:
+                {sleep}(interval)
+                response = {aw}client.post_token(device_code)
+                if response.status_code == 200:
+                    return response.json()
+                error = response.json().get("error")
+                if error == "slow_down":
+                    interval += 5
+                elif error == "invalid_grant":
+                    continue
+                else:
+                    raise LoginError(error)
+        """,
+        ["RTY302"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
