@@ -1243,7 +1243,16 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
     if final:
         # ``elif 400 <= status < 500: retries = self._handle_client_error(response, ...)``, a helper
         # that raises unless the error is retryable: those statuses are decided there, unread
-        final = frozenset(s for s in final if not _classified_by_helper(_status_path(tail, s, ctx), ctx)) or None
+        classified: Dict[Tuple[int, ...], bool] = {}
+        kept = set()
+        for code in final:
+            path = _status_path(tail, code, ctx)
+            key = tuple(id(n) for n in path)
+            if key not in classified:
+                classified[key] = _classified_by_helper(path, ctx)
+            if not classified[key]:
+                kept.add(code)
+        final = frozenset(kept) or None
     success = tuple(
         branch
         for n in readable
