@@ -1262,8 +1262,12 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
 
 
 def _classified_by_helper(path: Sequence[cst.CSTNode], ctx: ModuleContext) -> bool:
-    """A step of the path hands the response to a helper of this module that may raise."""
+    """A step of the path hands the response to a helper of this module that may raise. Only
+    the path's own simple statements count (a compound one we could not split, say the try
+    around the request, holds the attempt and the success path as well)."""
     for statement in path:
+        if isinstance(statement, cst.BaseCompoundStatement):
+            continue
         for call in statement_calls(statement):
             if not ctx.summaries.may_raise(ctx.helper_key(call)):
                 continue

@@ -492,9 +492,13 @@ def told_by_failure(variable: Optional[str], regions: Sequence[cst.CSTNode], rea
                     said = text[len(variable) + 1:].split(".")
                     if not any(bookkeeping(part) or _DESCRIBES_FAILURE.match(part) for part in said):
                         return name
-        for call in statement_calls(region):
+        for statement in walk(region, skip=DEFERRED):
             # pyrogram's ``except FilePartMissing as e: await self.save_file(path, file_part=e.value)``:
-            # the failure names what is missing and the handler supplies it before sending again
+            # the failure names what is missing and the handler supplies it before sending again (a
+            # call made for its effect; ``check = checks.get(e.__class__)`` only looks something up)
+            if not isinstance(statement, cst.Expr) or not isinstance(unwrap_await(statement.value), cst.Call):
+                continue
+            call = unwrap_await(statement.value)
             callee = last_name(call.func) or ""
             if _REPORTING.match(callee) or callee in ("sleep", "wait_for"):
                 continue
@@ -504,7 +508,7 @@ def told_by_failure(variable: Optional[str], regions: Sequence[cst.CSTNode], rea
                 for read in walk(arg.value, skip=DEFERRED):
                     text = dotted_name(read) if isinstance(read, cst.Attribute) else None
                     if text and text.startswith(variable + ".") and not any(
-                            bookkeeping(part) or _DESCRIBES_FAILURE.match(part) or _PACING.match(part)
+                            part.startswith("_") or bookkeeping(part) or _DESCRIBES_FAILURE.match(part) or _PACING.match(part)
                             for part in text[len(variable) + 1:].split(".")):
                         return callee
     return None
