@@ -33,6 +33,7 @@ class Summaries:
         self._limiters: Dict[str, bool] = {}
         self._limit_names: Dict[str, FrozenSet[str]] = {}
         self._may_raise: Dict[str, bool] = {}
+        self._refusers: Dict[str, bool] = {}
         self._clears: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
         self._status_checkers: Dict[str, bool] = {}
         self._status_raise_kinds: Dict[str, Optional[str]] = {}
@@ -76,6 +77,11 @@ class Summaries:
         if key not in self._limit_names:
             self._limit_names[key] = _compared_before_raise(self._functions[key][1])
         return self._limit_names[key]
+
+    def refuses(self, key: Optional[str]) -> bool:
+        """The helper raises an error of its own outside any ``except`` (``raise RuntimeError(...)``
+        in a Retry subclass's ``increment``): it refuses some calls, not only passes errors on."""
+        return self._asked(key, self._refusers, _raises_outside_handlers)
 
     def may_raise(self, key: Optional[str]) -> bool:
         """The helper raises on some path (a ``raise`` of its own): handed a response, it
@@ -319,6 +325,19 @@ def _raises_when_spent(func: ast.AST) -> bool:
     if not (steps or clock):
         return False
     return any(isinstance(n, ast.Raise) for node in compares for s in node.body for n in ast.walk(s))
+
+
+def _raises_outside_handlers(func: ast.AST) -> bool:
+    stack = [(s, False) for s in getattr(func, "body", [])]
+    while stack:
+        node, in_handler = stack.pop()
+        if isinstance(node, ast.Raise) and node.exc is not None and not in_handler:
+            return True
+        if isinstance(node, _FUNCTIONS + (ast.Lambda, ast.ClassDef)):
+            continue
+        inside = in_handler or isinstance(node, ast.ExceptHandler)
+        stack.extend((child, inside) for child in ast.iter_child_nodes(node))
+    return False
 
 
 def _compared_before_raise(func: ast.AST) -> FrozenSet[str]:

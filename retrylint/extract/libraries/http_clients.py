@@ -138,7 +138,7 @@ def _decides_per_response(call: cst.Call, ctx: ModuleContext) -> bool:
     DNSMadeEasy provider): the subclass decides which responses are retried, not the list."""
     name = call.func.value if isinstance(call.func, cst.Name) else None
     # the summaries, read from the whole file: narrowing blanks the class where libcst reads
-    return name is not None and any(f"{name}.{method}" in ctx.summaries for method in ("increment", "is_retry"))
+    return name is not None and any(ctx.summaries.refuses(f"{name}.{method}") for method in ("increment", "is_retry"))
 
 
 def _limits_given(args: Args) -> bool:
