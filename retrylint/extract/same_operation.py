@@ -464,6 +464,8 @@ def _fresh_earlier(name: str, node: cst.CSTNode, loop: cst.CSTNode, ctx: ModuleC
 _DESCRIBES_FAILURE = re.compile(r"^(status\w*|code|errno|message|msg|args|reason|response|details?|text|body)$", re.I)
 
 
+#: Calls that change what the next attempt speaks: a protocol downgrade, a renegotiation.
+_NEGOTIATES = re.compile(r"(downgrade|negotiat|degrade)", re.I)
 #: What a rate-limit failure says about pacing (handed to a limiter, it changes no request).
 _PACING = re.compile(r"^(headers?|reset\w*|limits?|remaining|quota\w*|seconds|wait\w*|period)$", re.I)
 
@@ -500,6 +502,8 @@ def told_by_failure(variable: Optional[str], regions: Sequence[cst.CSTNode], rea
                 continue
             call = unwrap_await(statement.value)
             callee = last_name(call.func) or ""
+            if _NEGOTIATES.search(callee):
+                return callee  # cassandra's ``self._cluster.protocol_downgrade(endpoint, version)``
             if _REPORTING.match(callee) or callee in ("sleep", "wait_for"):
                 continue
             for arg in call.args:

@@ -1330,6 +1330,40 @@ PAIRS = [
         ["RTY302"],
     ),
     (
+        "loop-downgrades-the-protocol",  # cassandra-driver's ControlConnection._try_connect
+        """
+        {def} connect(self, host):
+            while True:
+                try:
+                    connection = {aw}self.factory(host.endpoint)
+                    break
+                except ProtocolVersionUnsupported as e:
+                    self.cluster.protocol_downgrade(host.endpoint, e.startup_version)
+                except ProtocolError as e:
+                    if e.is_beta_protocol_error:
+                        self.cluster.protocol_downgrade(host.endpoint, self.cluster.protocol_version)
+                    else:
+                        raise
+            return connection
+        """,
+        """
+        {def} connect(self, host):
+            while True:
+                try:
+                    connection = {aw}self.factory(host.endpoint)
+                    break
+                except ConnectionRefused as e:
+                    self.cluster.note_failure(host.endpoint)
+                except ProtocolError as e:
+                    if e.is_beta_protocol_error:
+                        self.cluster.note_failure(host.endpoint)
+                    else:
+                        raise
+            return connection
+        """,
+        ["RTY101", "RTY201"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
