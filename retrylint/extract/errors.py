@@ -80,6 +80,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         bool(names) and all(_not_yet(n) for n in names) or _retries_only_on_errno(handler, ctx)
         or _waits_to_be_listed(handler, names, ctx)
         or bool(names) and all(_CONTROL_SIGNAL.search(n.rsplit(".", 1)[-1]) for n in names)
+        or bool(names) and all(_SENT_ELSEWHERE.search(n.rsplit(".", 1)[-1]) for n in names)
         or _checks_until_true(handler.type, names, ctx)
         or _waits_for_a_lock(handler, names, ctx)
         or not catch_all and _says_not_ready(handler)
@@ -235,6 +236,13 @@ _PORT_TAKEN = re.compile(r"\bEADDRINUSE\b")
 #: Exceptions a program raises to steer itself, not failures: bottle's ``RouteReset`` (a plugin
 #: changed the route: rebuild it), gallery-dl's ``RestartExtraction``, yt-dlp's ``ReExtractInfo``. ``ConnectionResetError``
 #: (or a ``ConnectionReset``) and other ``…Error``/``…Exception`` names are failures and do not match.
+#: The server says where, or when, to go instead (pyrogram's ``PhoneMigrate``, redis cluster's
+#: ``MovedError``, a sandbox's ``ServerReloadError`` on a 1001 Going Away): an instruction, not a failure.
+_SENT_ELSEWHERE = re.compile(r"(Migrate|Redirect|Moved|GoingAway|GoAway|ServerReload)\w*(Error|Exception)?$")
+def sent_elsewhere(name: str) -> bool:
+    return bool(_SENT_ELSEWHERE.search(name))
+
+
 _CONTROL_SIGNAL = re.compile(
     r"^(?!.*(Error|Exception|Failure|Fault)$)(?!.*(Connection|Peer|Socket|Stream))(.*(Reset|Restart|Reload|Rerun|Redo|Rewind)|Re[A-Z])"
 )

@@ -63,7 +63,7 @@ from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters, ini
 from .context import Binding, ModuleContext
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import (
-    Handler, describe_handler, failure_names, forces_give_up, retried_error, status_raises, taken_earlier,
+    Handler, describe_handler, failure_names, forces_give_up, retried_error, sent_elsewhere, status_raises, taken_earlier,
 )
 from .switches import exits_first_by_default, truth_by_default
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_branch, status_outcomes
@@ -1968,11 +1968,32 @@ def _sleeps_only_for_some_failures(handler: Handler, own: List[Sleep], ctx: Modu
             return False
         if _tests_the_delay(guard, sleep):
             return False  # ``if tts: sleep(tts)``: a zero delay is skipped, every failure waits its turn
+        if _skips_for_an_instruction(guard, ctx):
+            return False  # ``if not isinstance(e, ServerReloadError): sleep(...)``: told to come back now
         if not ctx.is_inside(sleep.call, guard.body) or not set(_names(guard.test)) & names:
             return False
         if outcomes(statements(guard.body)) & EXITS:
             return False
     return True
+
+
+def _skips_for_an_instruction(guard: cst.If, ctx: ModuleContext) -> bool:
+    """The sleep is skipped only for a failure that is the server's instruction (langsmith's
+    sandbox stream: ``is_hot_reload = isinstance(e, SandboxServerReloadError)``, ``if not
+    is_hot_reload: sleep(delay)``): reconnecting at once after a 1001 Going Away is what it asks."""
+    tests = [guard.test]
+    for name in walk(guard.test):
+        if isinstance(name, cst.Name):
+            bound = [b.value for b in ctx.bindings(name) if b.value is not None]
+            if len(bound) == 1:
+                tests.append(bound[0])
+    for test in tests:
+        for call in walk(test):
+            if isinstance(call, cst.Call) and last_name(call.func) == "isinstance" and len(call.args) == 2:
+                named = [dotted_name(n) or "" for n in walk(call.args[1].value) if isinstance(n, (cst.Name, cst.Attribute))]
+                if named and all(sent_elsewhere(n.rsplit(".", 1)[-1]) for n in named if n):
+                    return True
+    return False
 
 
 def _tests_the_delay(guard: cst.If, sleep: Sleep) -> bool:

@@ -3661,3 +3661,26 @@ def test_a_catch_all_whose_other_branch_spends_the_count_classifies(flavour, oth
                 raise e
     """
     assert ("RTY301" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("skipped_for, reported", [("ServerReloadError", False), ("ServerBusyError", True)])
+def test_skipping_the_wait_for_the_servers_instruction_leaves_no_failure_unslept(flavour, skipped_for, reported):
+    """langsmith's sandbox stream: every connection error waits ``min(base * 2 ** n, cap)`` except
+    the server's hot reload (1001 Going Away), after which it reattaches at once, as asked.
+    Skipping the wait for an ordinary failure leaves it immediate (RTY201)."""
+    code = f"""
+    {{def}} follow(self):
+        attempts = 0
+        while True:
+            try:
+                return {{aw}}self.stream()
+            except ConnectionFailed as e:
+                attempts += 1
+                if attempts > 5:
+                    raise
+                skip = isinstance(e, {skipped_for})
+                if not skip:
+                    {{sleep}}(random.uniform(0, min(0.5 * 2 ** attempts, 8)))
+    """
+    assert ("RTY201" in _codes(code, flavour)) is reported
