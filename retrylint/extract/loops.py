@@ -797,9 +797,33 @@ def _same_operation_again(
         and not records_each_failure(h.variable, regions_of[id(h.node)])
         and not marks_receiver_dead(regions_of[id(h.node)], reads)
         and not fails_over(regions_of[id(h.node)])
+        and not _falls_back(h, analysis, ctx)
         and not hands_failure_to_input_source(h.variable, regions_of[id(h.node)], reads)
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
+
+
+def _falls_back(handler: Handler, analysis: TryAnalysis, ctx: ModuleContext) -> bool:
+    """opik's experiment pager: ``items, total = resp.content, resp.total`` in the try, and
+    ``except ValidationError: items, total = _fetch_page_raw(...)``, then the pass goes on with
+    them (``yield from items``, ``page += 1``): the failure path gets the result another way, a
+    fallback; nothing is tried again."""
+    if FALL not in outcomes(statements(handler.node.body)) or not analysis.rest:
+        return False
+    attempted = {n for s in walk(analysis.node.body, skip=DEFERRED) if isinstance(s, cst.Assign)
+                 for n in ctx.writes_in(s) if not bookkeeping(n)}
+    supplied = set()
+    for statement in statements(handler.node.body):
+        if isinstance(statement, cst.Assign) and isinstance(unwrap_await(statement.value), cst.Call):
+            supplied.update(n for n in ctx.writes_in(statement) if n in attempted)
+    # ``conn = pool.reconnect()``: a fresh receiver for the same request is a retry's repair
+    receivers = {(dotted_name(c.func.value) or "").split(".")[0] for c in walk(analysis.node.body, skip=DEFERRED)
+                 if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute)}
+    supplied -= receivers
+    if not supplied:
+        return False
+    read_after = {n for r in analysis.rest for n in _names(r)}
+    return bool(supplied & read_after)
 
 
 def _empty_result_leaves(analysis: TryAnalysis, loop: cst.CSTNode, ctx: ModuleContext) -> bool:

@@ -1364,6 +1364,44 @@ PAIRS = [
         ["RTY101", "RTY201"],
     ),
     (
+        "loop-pages-with-a-fallback-fetch",  # opik's _paginate_experiments
+        """
+        {def} pages(client):
+            page = 1
+            while True:
+                try:
+                    resp = {aw}client.find_experiments(page=page)
+                    items = resp.content
+                    total = resp.total
+                except ValidationError:
+                    items, total = {aw}fetch_page_raw(client, page)
+                if not items:
+                    break
+                handle(items)
+                if page * 100 >= total:
+                    break
+                page += 1
+        """,
+        """
+        {def} pages(client):
+            page = 1
+            while True:
+                try:
+                    resp = {aw}client.find_experiments(page=page)
+                    items = resp.content
+                    total = resp.total
+                except ConnectionError:
+                    continue
+                if not items:
+                    break
+                handle(items)
+                if page * 100 >= total:
+                    break
+                page += 1
+        """,
+        ["RTY201"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
