@@ -288,7 +288,8 @@ def _back_to_the_start(name: str, bindings: Sequence[Binding], reads: AttemptRea
     if len(before) != 1:
         return False
     start = ctx.code(before[0].value)
-    return all(b.value is not None and ctx.code(b.value) == start for b in bindings)
+    # ``page += 1`` holds the step, not the new value: never back to the start
+    return all(b.kind != "augassign" and b.value is not None and ctx.code(b.value) == start for b in bindings)
 
 
 def _takes_alternative(value: cst.BaseExpression) -> bool:

@@ -1402,6 +1402,49 @@ PAIRS = [
         ["RTY201"],
     ),
     (
+        "loop-skips-the-failed-page",  # opik's _scan_and_group_spans: 'skipping and continuing'
+        """
+        {def} scan(client):
+            page = 1
+            failures = 0
+            while True:
+                try:
+                    result = {aw}fetch_page(client, page)
+                    failures = 0
+                except ConnectError:
+                    failures += 1
+                    if failures >= 5:
+                        break
+                    page += 1
+                    {sleep}(1)
+                    continue
+                items = result.content or []
+                if not items or len(items) < 100:
+                    break
+                page += 1
+        """,
+        """
+        {def} scan(client):
+            page = 1
+            failures = 0
+            while True:
+                try:
+                    result = {aw}fetch_page(client, page)
+                    failures = 0
+                except ConnectError:
+                    failures += 1
+                    if failures >= 5:
+                        break
+                    {sleep}(1)
+                    continue
+                items = result.content or []
+                if not items or len(items) < 100:
+                    break
+                page += 1
+        """,
+        ["RTY202"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
