@@ -286,6 +286,47 @@ class ImmediateRetry(Rule):
             """,
             "asyncio.wait_for on an event with a timeout is a delay",
         ),
+        Valid(
+            """
+            import os
+            def find_repo(path):
+                while path:
+                    parent = os.path.dirname(path)
+                    if parent == path:
+                        break
+                    path = parent
+                    try:
+                        return open_repo(path)
+                    except NotARepository:
+                        pass
+            """,
+            "a walk up the directory tree: each pass opens another path",
+        ),
+        Valid(
+            """
+            import os
+            def acquire(lock_dir):
+                while True:
+                    try:
+                        os.mkdir(lock_dir)
+                        return
+                    except FileExistsError:
+                        pass
+            """,
+            "waiting for a lock another process holds is no retry of a failure",
+        ),
+        Valid(
+            """
+            def reconnect(self):
+                for _ in range(len(self.strategy.addrs)):
+                    try:
+                        return self.connect()
+                    except NetworkError:
+                        addr = self.strategy.getnext()
+                        update_connection(self, addr)
+            """,
+            "a failover to the next address, not the same request again",
+        ),
     ]
     INVALID = [
         Invalid(

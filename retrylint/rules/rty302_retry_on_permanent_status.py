@@ -227,6 +227,44 @@ class RetryOnPermanentStatus(Rule):
             """,
             "the helper raises for 5xx only: 4xx come back as responses (RTY301 speaks of the catch-all)",
         ),
+        Valid(
+            """
+            import random, time, requests
+            def download(self, request):
+                attempts = 0
+                while True:
+                    sleep_time = self.limiter.next_slot()
+                    if sleep_time == 0:
+                        attempts += 1
+                        response = requests.get(request.url)
+                        if response.status_code == 429:
+                            if attempts >= 5:
+                                raise RuntimeError("out of attempts")
+                            continue
+                        response.raise_for_status()
+                        return response
+                    time.sleep(sleep_time)
+            """,
+            "only 429 goes round; the limiter's branch has no response at all",
+        ),
+        Valid(
+            """
+            import random, time, requests
+            def render(url, max_retries=3):
+                for attempt in range(max_retries + 1):
+                    try:
+                        response = requests.get(url)
+                        if response.status_code == requests.codes.ok:
+                            return response.content
+                        if requests.codes.internal_server_error <= response.status_code and attempt < max_retries:
+                            time.sleep(random.uniform(0, 2 ** attempt))
+                            continue
+                        raise ValueError(response.status_code)
+                    except requests.RequestException:
+                        time.sleep(random.uniform(0, 2 ** attempt))
+            """,
+            "the ValueError raised for a 4xx is no RequestException: it leaves the loop",
+        ),
     ]
 
     INVALID = [
