@@ -413,6 +413,9 @@ def _holds_credentials(target: cst.BaseExpression) -> bool:
         index = getattr(target.slice[0].slice, "value", None)
         if isinstance(index, cst.SimpleString):
             return bool(CREDENTIAL_HOLDERS.match(index.value.strip("\"'").replace("-", "_")))
+        if isinstance(index, cst.Name):
+            # ``headers[_AUTHORIZATION_HEADER] = await self._token.acquire(self)`` (hikari)
+            return bool(CREDENTIAL_HOLDERS.match(re.sub(r"_?(HEADER|KEY|NAME)$", "", index.value, flags=re.I)))
     return False
 
 

@@ -3765,3 +3765,31 @@ def test_skipping_the_wait_for_the_servers_instruction_leaves_no_failure_unslept
                     {{sleep}}(random.uniform(0, min(0.5 * 2 ** attempts, 8)))
     """
     assert ("RTY201" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("header, reported", [("_AUTHORIZATION_HEADER", False), ("_ACCEPT_HEADER", True)])
+def test_a_401_that_renews_the_token_under_a_named_header_is_a_repair(flavour, header, reported):
+    """hikari's REST client: ``if can_re_auth and response.status == 401:`` invalidates the token,
+    ``auth = headers[_AUTHORIZATION_HEADER] = await self._token.acquire(self)`` and goes round
+    once: a repair of the credentials, not a 401 retried. Setting another header is no repair."""
+    code = f"""
+    class Rest:
+        {{def}} request(self, url, headers):
+            can_re_auth = True
+            retry_count = 0
+            while True:
+                response = {{aw}}self.http.get(url, headers=headers)
+                if 200 <= response.status < 300:
+                    return response
+                if response.status in (500, 502, 503) and retry_count < 3:
+                    retry_count += 1
+                    {{sleep}}(random.uniform(0, 2 ** retry_count))
+                    continue
+                if can_re_auth and response.status == 401:
+                    headers[{header}] = {{aw}}self.token.acquire(self)
+                    can_re_auth = False
+                    continue
+                raise ApiError(response)
+    """
+    assert ("RTY302" in _codes(code, flavour)) is reported
