@@ -58,7 +58,37 @@ def awaits_a_state(stmts: Sequence[cst.CSTNode], ctx: ModuleContext, result_name
     for _exit, guard, _positive in exits_in(list(stmts), ctx):
         if guard is not None and _state_test(guard.test, result_names):
             return True
-    return False
+    return any(isinstance(s, cst.If) and _progress_chain(s, result_names) for s in stmts)
+
+
+def _progress_chain(chain: cst.If, result_names: FrozenSet[str]) -> bool:
+    """python-kasa's firmware update: ``if state.status == 0: break`` ``elif state.status == 2:
+    log progress`` ``elif state.status == 3: sleep`` ``elif state.status < 0: break``: numbered
+    states of what the attempt read, some ending the wait and some going round: a progress poll."""
+    from ..syntax import EXITS, if_branches, outcomes
+
+    codes, exits, rounds = set(), 0, 0
+    node: Optional[cst.CSTNode] = chain
+    subject = None
+    while isinstance(node, cst.If):
+        test = node.test
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return False
+        left, right = test.left, test.comparisons[0].comparator
+        name = dotted_name(left) or ""
+        if not isinstance(right, cst.Integer) or name.split(".")[0] not in result_names or "." not in name:
+            return False
+        if subject not in (None, name) or int(right.value) >= 100:
+            return False
+        subject = name
+        codes.add(int(right.value))
+        body, _ = if_branches(node)
+        if outcomes(body) & EXITS:
+            exits += 1
+        else:
+            rounds += 1
+        node = node.orelse
+    return len(codes) >= 3 and exits >= 1 and rounds >= 1
 
 
 def loops_until_a_state(loop: cst.CSTNode, result_names: FrozenSet[str]) -> bool:

@@ -1445,6 +1445,38 @@ PAIRS = [
         ["RTY202"],
     ),
     (
+        "loop-polls-numbered-progress-states",  # python-kasa's firmware update
+        """
+        {def} update(self):
+            while True:
+                {sleep}(0.5)
+                try:
+                    state = {aw}self.get_update_state()
+                except Exception:
+                    continue
+                if state.status == 0:
+                    break
+                elif state.status == 2:
+                    log.info("downloading %s", state.progress)
+                elif state.status == 3:
+                    {sleep}(state.upgrade_time)
+                elif state.status < 0:
+                    break
+            return state
+        """,
+        """
+        {def} update(self):
+            while True:
+                {sleep}(0.5)
+                try:
+                    state = {aw}self.get_update_state()
+                except Exception:
+                    continue
+                return state
+        """,
+        ["RTY101", "RTY301"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
