@@ -149,7 +149,9 @@ class AttemptReads:
 
 
 #: Calls that take a host or connection out of rotation: ``self.mark_dead(connection)``.
-_MARKS_DEAD = re.compile(r"^_*(mark_?(as_?)?(dead|down|failed|bad|unhealthy|unavailable)|blacklist|ban|quarantine|evict)", re.I)
+_MARKS_DEAD = re.compile(
+    r"^_*(mark_?(as_?)?(dead|down|failed|bad|unhealthy|unavailable)|blacklist|ban|quarantine|evict|"
+    r"(drop|remove|discard|retire|disable)_(server|host|node|endpoint|connection|backend|peer|url|replica)s?$)", re.I)
 
 
 def marks_receiver_dead(regions: Sequence[cst.CSTNode], reads: "AttemptReads") -> bool:

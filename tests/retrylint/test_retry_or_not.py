@@ -1477,6 +1477,30 @@ PAIRS = [
         ["RTY101", "RTY301"],
     ),
     (
+        "loop-drops-the-failed-server",  # crate's Client._request: _drop_server, then the next one
+        """
+        {def} request(self, method, path):
+            while True:
+                next_server = self._get_server()
+                try:
+                    return {aw}self.server_pool[next_server].request(method, path)
+                except HTTPError as ex:
+                    with self._lock:
+                        self._drop_server(next_server, str(ex))
+        """,
+        """
+        {def} request(self, method, path):
+            while True:
+                next_server = self._get_server()
+                try:
+                    return {aw}self.server_pool[next_server].request(method, path)
+                except HTTPError as ex:
+                    with self._lock:
+                        self._note_error(next_server, str(ex))
+        """,
+        ["RTY101", "RTY201"],
+    ),
+    (
         "loop-hunts-a-free-random-name",  # s3cmd's mktmpsomething: a new random name on each pass
         """
         {def} make_temp(prefix):
