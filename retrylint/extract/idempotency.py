@@ -816,6 +816,9 @@ def extract(ctx: ModuleContext, policies: Sequence[RetryPolicy]) -> List[Retried
             continue
         if _connect_only(policy):
             continue  # the request never reached the server when the retry runs
+        if not policy.errors and policy.statuses is not None and policy.statuses.statuses \
+                and set(policy.statuses.statuses) <= {429}:
+            continue  # only a 429 goes round: the server refused the request, it applied nothing
         for region in creates.regions(policy):
             for call in creates.calls_in(region):
                 if id(call) in seen:

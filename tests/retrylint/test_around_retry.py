@@ -928,3 +928,21 @@ def test_a_request_of_the_handler_that_may_wait_longer_than_the_window_fires():
 ])
 def test_request_timeout_look_alikes_are_silent(payload, timeout):
     assert findings(REQUEST_TIMEOUT.replace("{payload}", payload).replace("{timeout}", timeout)) == []
+
+
+@pytest.mark.parametrize("statuses, reported", [("(429,)", False), ("(429, 500, 503)", True)])
+def test_a_post_sent_again_only_after_a_429_applied_nothing(statuses, reported):
+    """apprise's Revolt plugin: the message is POSTed again only after a 429, which the server
+    answers without applying the request; a 500 may come after it applied it (RTY503)."""
+    code = f"""
+    import random, time, requests
+
+    def send(payload):
+        for attempt in range(5):
+            response = requests.post("https://api.shop.example/orders", json=payload)
+            if response.status_code in {statuses}:
+                time.sleep(random.uniform(0, 2 ** attempt))
+                continue
+            return response
+    """
+    assert bool(findings(code, select=("RTY503",))) is reported
