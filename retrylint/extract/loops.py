@@ -798,9 +798,29 @@ def _same_operation_again(
         and not marks_receiver_dead(regions_of[id(h.node)], reads)
         and not fails_over(regions_of[id(h.node)])
         and not _falls_back(h, analysis, ctx)
+        and not _rest_advances_the_loop(h, analysis, loop, ctx)
         and not hands_failure_to_input_source(h.variable, regions_of[id(h.node)], reads)
     ]
     return replace(analysis, retrying=kept) if len(kept) != len(analysis.retrying) else analysis
+
+
+def _rest_advances_the_loop(handler: Handler, analysis: TryAnalysis, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """A failure that falls through into the rest of the pass, which moves what the loop's test
+    reads on (pytubefix's ``while downloaded < file_size``: a failed size lookup is logged, then
+    the chunk is read and ``downloaded += len(chunk)``): the loop walks its input; the next pass
+    is not the failed attempt again."""
+    if not isinstance(loop, cst.While) or FALL not in outcomes(statements(handler.node.body)):
+        return False
+    tested = {n for n in _names(loop.test) if n and not bookkeeping(n)}
+    if not tested:
+        return False
+    for region in analysis.rest:
+        for node in walk(region, skip=DEFERRED):
+            if isinstance(node, (cst.AugAssign, cst.Assign)):
+                written = set(ctx.writes_in(node))
+                if written & tested and not (isinstance(node, cst.AugAssign) and isinstance(node.value, cst.Integer)):
+                    return True  # ``downloaded += len(chunk)``, not a count (``+= 1``)
+    return False
 
 
 def _falls_back(handler: Handler, analysis: TryAnalysis, ctx: ModuleContext) -> bool:

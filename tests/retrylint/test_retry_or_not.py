@@ -3849,3 +3849,39 @@ def test_a_401_that_renews_the_token_under_a_named_header_is_a_repair(flavour, h
                 raise ApiError(response)
     """
     assert ("RTY302" in _codes(code, flavour)) is reported
+
+
+def test_a_failure_that_falls_into_a_pass_that_advances_the_loop_is_a_walk():
+    """pytubefix's ``stream``: ``while downloaded < file_size:`` a failed size lookup is only logged
+    and the pass goes on to read the chunk, ``downloaded += len(chunk)``; the next pass reads the
+    next range. Advancing by a count (``+= 1``) says nothing of the input."""
+    import libcst as cst
+
+    from retrylint.extract.context import ModuleContext
+    from retrylint.extract.errors import describe_handler
+    from retrylint.extract.loops import TryAnalysis, _rest_advances_the_loop
+    from retrylint.settings import Settings
+    from retrylint.syntax import statements
+
+    def verdict(step: str) -> bool:
+        source = textwrap.dedent(f"""
+        def stream(url, file_size):
+            downloaded = 0
+            while downloaded < file_size:
+                try:
+                    size = head_size(url)
+                except KeyError as e:
+                    log.error(e)
+                chunk = read_range(url, downloaded)
+                downloaded += {step}
+        """)
+        ctx = ModuleContext(cst.parse_module(source), "case.py", Settings())
+        loop = next(n for n in ctx.module.body[0].body.body if isinstance(n, cst.While))
+        body = statements(loop.body)
+        try_node = body[0]
+        handler = describe_handler(try_node.handlers[0], ctx)
+        analysis = TryAnalysis(try_node, [handler], [handler], [], body[1:], True, None)
+        return _rest_advances_the_loop(handler, analysis, loop, ctx)
+
+    assert verdict("len(chunk)")
+    assert not verdict("1")
