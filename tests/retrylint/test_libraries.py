@@ -94,6 +94,9 @@ CASES = {
         ("import backoff\n@backoff.on_exception(backoff.expo, Exception, max_time=60)\ndef f(): ...\n", {"RTY301"}),
         ("import backoff\n@backoff.on_exception(backoff.expo, Exception, max_time=60, giveup=lambda e: e.fatal)\ndef f(): ...\n",
          set()),
+        # gen3's ``**DEFAULT_BACKOFF_SETTINGS`` carries ``"giveup": exception_do_not_retry``: settings we cannot read may give up
+        ("import backoff\ndef settings():\n    return {'giveup': lambda e: isinstance(e, ValueError)}\n"
+         "@backoff.on_exception(backoff.expo, Exception, max_time=60, **settings())\ndef f(): ...\n", set()),
         ("from backoff import on_exception, constant\n@on_exception(constant, OSError, interval=5, max_tries=3)\ndef f(): ...\n",
          {"RTY202"}),
         ("import backoff, json\n@backoff.on_exception(backoff.expo, (json.JSONDecodeError, OSError), max_tries=5)\ndef f(): ...\n",

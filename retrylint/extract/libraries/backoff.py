@@ -59,7 +59,9 @@ def _policy(call: cst.Call, args: Args, ctx: ModuleContext) -> RetryPolicy:
     if on_exception:
         exception = args.get("exception", 1)
         names = names_of(exception, ctx)
-        has_giveup = args.given("giveup")
+        # ``**DEFAULT_BACKOFF_SETTINGS`` (gen3's settings carry ``"giveup": exception_do_not_retry``):
+        # keyword arguments we cannot read may give up on permanent errors
+        has_giveup = args.given("giveup") or args.opaque
         if names:
             errors.append(clause(names, location, f"exception={ctx.code(exception)}", permanent_exit=has_giveup))
         elif exception is not None:
