@@ -1297,12 +1297,30 @@ def _status_site(loop: cst.CSTNode, ctx: ModuleContext, writes: Dict[str, List[B
             if not classified[key]:
                 kept.add(code)
         final = frozenset(kept) or None
+    if final:
+        entered = _entered_for_statuses(loop, ctx)
+        if entered is not None:
+            # gen3's ``if response.status_code >= 500: for _ in range(MAX_RETRIES): ...``: the
+            # retry exists for the statuses that led into it
+            final = frozenset(final & entered) or None
     success = tuple(
         branch
         for n in readable
         for branch in _success_branches(n, ctx)
     )
     return StatusSite(first, call, final, success, _decider(readable, retried, ctx))
+
+
+def _entered_for_statuses(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[FrozenSet[int]]:
+    """The statuses for which an ``if`` around the loop (in the same function) lets it run."""
+    for ancestor in ctx.ancestors(loop):
+        if isinstance(ancestor, DEFERRED):
+            return None
+        if isinstance(ancestor, cst.If) and ctx.is_inside(loop, ancestor.body):
+            tested = status_range(ancestor.test, ctx)
+            if tested is not None and tested[0] == tested[1] and tested[0]:
+                return tested[0]
+    return None
 
 
 def _classified_by_helper(path: Sequence[cst.CSTNode], ctx: ModuleContext) -> bool:

@@ -3885,3 +3885,26 @@ def test_a_failure_that_falls_into_a_pass_that_advances_the_loop_is_a_walk():
 
     assert verdict("len(chunk)")
     assert not verdict("1")
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("entry, reported", [("response.status_code >= 500", False), ("response.status_code >= 400", True)])
+def test_a_status_retry_entered_only_for_some_statuses_retries_those(flavour, entry, reported):
+    """gen3's file download: ``if response.status_code >= 500: for _ in range(MAX_RETRIES):``
+    re-request until 200; the retry exists for the 5xx that led into it. Entered for every
+    status >= 400, it resends 4xx too (RTY302)."""
+    code = f"""
+    {{def}} download(session, url):
+        response = {{aw}}session.get(url)
+        if response.status_code != 200:
+            if {entry}:
+                for _ in range(3):
+                    {{sleep}}(random.uniform(0, 2))
+                    response = {{aw}}session.get(url)
+                    if response.status_code == 200:
+                        break
+            else:
+                return False
+        return response
+    """
+    assert ("RTY302" in _codes(code, flavour)) is reported
