@@ -2142,7 +2142,25 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext, sk
             continue
         if sleep_of(node, ctx) is not None:
             return True
+        if _hands_over_a_delay(node):
+            return True  # zenodo-get's ``handle_download_error(..., pause_duration, ..., sleep_func)``
         if names and delegates_failure(node, names, ctx):
+            return True
+    return False
+
+
+#: The last part of a name that holds a pause or the function that takes it.
+_PAUSE_NAME = re.compile(r"(^|_)(wait|delay|interval|sleep|backoff|pause)(_|s?$)", re.I)
+
+
+def _hands_over_a_delay(call: cst.Call) -> bool:
+    """A helper handed a delay (``pause_duration``) or a sleep function (``sleep_func``): it may
+    well wait with them, an unknown delay rather than none. Logging calls only report them."""
+    if _REPORTING.match(last_name(call.func) or ""):
+        return False
+    for arg in call.args:
+        value = arg.value
+        if isinstance(value, (cst.Name, cst.Attribute)) and _PAUSE_NAME.search((dotted_name(value) or "").rsplit(".", 1)[-1]):
             return True
     return False
 

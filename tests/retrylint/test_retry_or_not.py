@@ -3908,3 +3908,23 @@ def test_a_status_retry_entered_only_for_some_statuses_retries_those(flavour, en
         return response
     """
     assert ("RTY302" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+@pytest.mark.parametrize("handed, reported", [("pause_duration", False), ("filename", True)])
+def test_a_helper_handed_the_pause_may_wait(flavour, handed, reported):
+    """zenodo-get's ``download_with_retries``: ``if not handle_download_error(filename, error,
+    current_retry, retry_limit, pause_duration, sleep_func): return False``, a helper of another
+    module that sleeps ``pause_duration`` before allowing another attempt: the delay is unknown,
+    not absent. A helper handed nothing of the kind waits for nothing (RTY201)."""
+    code = f"""
+    {{def}} download(filename, link, retry_limit, pause_duration):
+        for current_retry in range(retry_limit + 1):
+            try:
+                return {{aw}}download_once(filename, link)
+            except OSError as error:
+                if not handle_download_error(error, current_retry, retry_limit, {handed}):
+                    return False
+        return False
+    """
+    assert ("RTY201" in _codes(code, flavour)) is reported
