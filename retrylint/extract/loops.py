@@ -2156,8 +2156,9 @@ _PAUSE_NAME = re.compile(r"(^|_)(wait|delay|interval|sleep|backoff|pause)(_|s?$)
 def _hands_over_a_delay(call: cst.Call) -> bool:
     """A helper handed a delay (``pause_duration``) or a sleep function (``sleep_func``): it may
     well wait with them, an unknown delay rather than none. Logging calls only report them."""
-    if _REPORTING.match(last_name(call.func) or ""):
-        return False
+    name = last_name(call.func) or ""
+    if _REPORTING.match(name) or name in _BUILTIN_LOOKS or name in ("min", "max", "round", "abs", "sum"):
+        return False  # ``min(wait, cap)`` computes a delay; it does not wait
     for arg in call.args:
         value = arg.value
         if isinstance(value, (cst.Name, cst.Attribute)) and _PAUSE_NAME.search((dotted_name(value) or "").rsplit(".", 1)[-1]):
@@ -2220,10 +2221,6 @@ def combine_delays(delays: List[Tuple[Delay, Sleep]]) -> Tuple[Delay, Optional[S
 
 
 def _same_schedule(a: Delay, b: Delay) -> bool:
-    if a.kind is DelayKind.FIXED and b.kind is DelayKind.FIXED and not known(a.base) and a.text != b.text:
-        # ``sleep(settings.PAUSE)`` on the third attempt, ``sleep(settings.WAIT)`` after: two
-        # constants we cannot read are two delays, not one fixed schedule (django-outbox-pattern)
-        return False
     return (a.kind, a.base, a.factor, a.step, a.cap, a.steps, a.jitter) == (b.kind, b.base, b.factor, b.step, b.cap, b.steps, b.jitter)
 
 

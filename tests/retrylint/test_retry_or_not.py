@@ -3709,29 +3709,6 @@ def test_raise_for_status_only_for_retryable_statuses_retries_no_4xx(flavour, gu
 
 
 @pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
-@pytest.mark.parametrize("later, reported", [("settings.WAIT_RETRY", False), ("settings.PAUSE_FOR_RETRY", True)])
-def test_two_unread_constants_are_two_delays(flavour, later, reported):
-    """django-outbox-pattern's ``_send_with_retry``: ``sleep(settings.DEFAULT_PAUSE_FOR_RETRY)`` on
-    the third attempt and ``sleep(settings.DEFAULT_WAIT_RETRY)`` after it: two values we cannot
-    read are no single fixed delay. The same constant on both branches is one (RTY202)."""
-    code = f"""
-    {{def}} send(connection, settings, message):
-        attempts = 0
-        while attempts < 50:
-            try:
-                {{aw}}connection.send(message)
-                return
-            except StompError:
-                attempts += 1
-                if attempts == 3:
-                    {{sleep}}(settings.PAUSE_FOR_RETRY)
-                elif attempts > 3:
-                    {{sleep}}({later})
-    """
-    assert ("RTY202" in _codes(code, flavour)) is reported
-
-
-@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
 @pytest.mark.parametrize("handed, reported", [("retry_attempt", False), ("retry_after", True)])
 def test_a_status_loop_that_hands_its_count_to_a_helper_may_be_bounded_there(flavour, handed, reported):
     """lago's request wrapper: ``if not is_rate_limit_response(response): return response``, then
@@ -3928,3 +3905,24 @@ def test_a_helper_handed_the_pause_may_wait(flavour, handed, reported):
         return False
     """
     assert ("RTY201" in _codes(code, flavour)) is reported
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_delay_computed_and_logged_but_never_waited_is_no_delay(flavour):
+    """mautrix's ``proxy_with_retry``: ``wait = min(max(errors * 10, lo), hi)`` and ``logger.warning(
+    "retrying in %d seconds", wait)``, but nothing sleeps: every retry is immediate (RTY201);
+    ``min``/``max`` compute the delay, they do not wait."""
+    code = """
+    {def} proxy_with_retry(func, max_retries=10, lo=0, hi=60):
+        errors = 0
+        while True:
+            try:
+                return {aw}func()
+            except ConnectionError:
+                errors += 1
+                if errors > max_retries:
+                    raise
+                wait = min(max(errors * 10, lo), hi)
+                log.warning("retrying in %d seconds", wait)
+    """
+    assert "RTY201" in _codes(code, flavour)
