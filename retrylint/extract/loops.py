@@ -816,10 +816,14 @@ def _rest_advances_the_loop(handler: Handler, analysis: TryAnalysis, loop: cst.C
         return False
     for region in analysis.rest:
         for node in walk(region, skip=DEFERRED):
-            if isinstance(node, (cst.AugAssign, cst.Assign)):
-                written = set(ctx.writes_in(node))
-                if written & tested and not (isinstance(node, cst.AugAssign) and isinstance(node.value, cst.Integer)):
+            if isinstance(node, cst.AugAssign) and not isinstance(node.value, cst.Integer):
+                if set(ctx.writes_in(node)) & tested:
                     return True  # ``downloaded += len(chunk)``, not a count (``+= 1``)
+            elif isinstance(node, cst.Assign):
+                # ``offset = offset + len(chunk)`` steps from itself; ``done = True`` only ends the loop
+                stepped = {n for n in ctx.writes_in(node) if n in tested and n in _names(node.value)}
+                if stepped:
+                    return True
     return False
 
 
@@ -2157,7 +2161,7 @@ def _hands_over_a_delay(call: cst.Call) -> bool:
     """A helper handed a delay (``pause_duration``) or a sleep function (``sleep_func``): it may
     well wait with them, an unknown delay rather than none. Logging calls only report them."""
     name = last_name(call.func) or ""
-    if _REPORTING.match(name) or name in _BUILTIN_LOOKS or name in ("min", "max", "round", "abs", "sum"):
+    if _REPORTING.match(name) or name in _BUILTIN_LOOKS or name in ("min", "max", "round", "abs", "sum", "next", "iter"):
         return False  # ``min(wait, cap)`` computes a delay; it does not wait
     for arg in call.args:
         value = arg.value
