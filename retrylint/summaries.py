@@ -373,7 +373,8 @@ def _raise_for_status_calls(func: ast.AST) -> Tuple[int, int]:
                                              for h in node.handlers):
             for statement in node.body:
                 wrapped.update(id(n) for n in ast.walk(statement) if _is_raise_for_status(n))
-    calls = [n for n in ast.walk(func) if _is_raise_for_status(n) and id(n) not in _only_for_retryable(func)]
+    retryable_only = _only_for_retryable(func)
+    calls = [n for n in ast.walk(func) if _is_raise_for_status(n) and id(n) not in retryable_only]
     inside = sum(1 for n in calls if id(n) in wrapped)
     return len(calls) - inside, inside
 

@@ -80,7 +80,7 @@ def describe_handler(handler: cst.ExceptHandler, ctx: ModuleContext) -> Handler:
         bool(names) and all(_not_yet(n) for n in names) or _retries_only_on_errno(handler, ctx)
         or _waits_to_be_listed(handler, names, ctx)
         or bool(names) and all(_CONTROL_SIGNAL.search(n.rsplit(".", 1)[-1]) for n in names)
-        or bool(names) and all(_SENT_ELSEWHERE.search(n.rsplit(".", 1)[-1]) for n in names)
+        or bool(names) and all(sent_elsewhere(n.rsplit(".", 1)[-1]) for n in names)
         or _checks_until_true(handler.type, names, ctx)
         or _waits_for_a_lock(handler, names, ctx)
         or not catch_all and _says_not_ready(handler)
@@ -185,34 +185,32 @@ def _round_only_when_not_ready(handler: cst.ExceptHandler) -> bool:
     """instagrapi's album upload: ``except Exception as e: if "Transcode not finished yet" in
     str(e): sleep(…); continue`` and ``raise e`` for anything else: only the server's "not done
     yet" answer goes round, a wait for its work to finish, even under a catch-all."""
-    body = list(statements(handler.body))
-    for k, statement in enumerate(body):
-        if not isinstance(statement, cst.If):
-            continue
-        texts = [n.value for n in walk(statement.test) if isinstance(n, (cst.SimpleString, cst.FormattedStringText))]
-        if not any(_NOT_READY_TEXT.search(t) for t in texts):
-            continue
-        _, orelse = if_branches(statement)
-        rest = orelse if orelse is not None else body[k + 1:]
-        if rest and outcomes(rest) == frozenset({RAISE}):
-            return True
-    return False
+    return _round_only_when(handler, lambda branch: any(
+        _NOT_READY_TEXT.search(n.value) for n in walk(branch.test)
+        if isinstance(n, (cst.SimpleString, cst.FormattedStringText))))
 
 
 def _round_only_while_missing(handler: cst.ExceptHandler, ctx: ModuleContext) -> bool:
     """kr8s's ``get(..., timeout=2)``: ``except ServerError as e: if e.response.status_code == 404:
     continue`` and ``raise e`` for the rest: only "not there yet" goes round, a wait for the
     resource to appear (the statuses a loop retries say the same, see ``loops._statuses``)."""
+    def missing(branch: cst.If) -> bool:
+        tested = status_range(branch.test, ctx)
+        return tested is not None and bool(tested[1]) and all(400 <= s < 500 and s not in (408, 429) for s in tested[1]) \
+            and not outcomes(if_branches(branch)[0]) & frozenset({RAISE})
+    return _round_only_when(handler, missing)
+
+
+def _round_only_when(handler: cst.ExceptHandler, picks) -> bool:  # noqa: ANN001 - a predicate of an If
+    """An ``if`` of the handler that ``picks`` lets its failures go on, and everything else the
+    handler meets (its ``else``, or the statements after it) raises."""
     body = list(statements(handler.body))
     for k, statement in enumerate(body):
-        if not isinstance(statement, cst.If):
+        if not isinstance(statement, cst.If) or not picks(statement):
             continue
-        tested = status_range(statement.test, ctx)
-        if tested is None or not tested[1] or any(not 400 <= s < 500 or s in (408, 429) for s in tested[1]):
-            continue
-        branch, orelse = if_branches(statement)
+        _, orelse = if_branches(statement)
         rest = orelse if orelse is not None else body[k + 1:]
-        if rest and outcomes(rest) == frozenset({RAISE}) and not outcomes(branch) & frozenset({RAISE}):
+        if rest and outcomes(rest) == frozenset({RAISE}):
             return True
     return False
 
@@ -236,16 +234,18 @@ _PORT_TAKEN = re.compile(r"\bEADDRINUSE\b")
 #: Exceptions a program raises to steer itself, not failures: bottle's ``RouteReset`` (a plugin
 #: changed the route: rebuild it), gallery-dl's ``RestartExtraction``, yt-dlp's ``ReExtractInfo``. ``ConnectionResetError``
 #: (or a ``ConnectionReset``) and other ``…Error``/``…Exception`` names are failures and do not match.
-#: The server says where, or when, to go instead (pyrogram's ``PhoneMigrate``, redis cluster's
-#: ``MovedError``, a sandbox's ``ServerReloadError`` on a 1001 Going Away): an instruction, not a failure.
-_SENT_ELSEWHERE = re.compile(r"(Migrate|Redirect|Moved|GoingAway|GoAway|ServerReload)\w*(Error|Exception)?$")
-def sent_elsewhere(name: str) -> bool:
-    return bool(_SENT_ELSEWHERE.search(name))
-
-
 _CONTROL_SIGNAL = re.compile(
     r"^(?!.*(Error|Exception|Failure|Fault)$)(?!.*(Connection|Peer|Socket|Stream))(.*(Reset|Restart|Reload|Rerun|Redo|Rewind)|Re[A-Z])"
 )
+
+
+#: The server says where, or when, to go instead (pyrogram's ``PhoneMigrate``, redis cluster's
+#: ``MovedError``, a sandbox's ``ServerReloadError`` on a 1001 Going Away): an instruction, not a failure.
+_SENT_ELSEWHERE = re.compile(r"(Migrate|Redirect|Moved|GoingAway|GoAway|ServerReload)\w*(Error|Exception)?$")
+
+
+def sent_elsewhere(name: str) -> bool:
+    return bool(_SENT_ELSEWHERE.search(name))
 
 
 def _waits_to_be_listed(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: ModuleContext) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-
 from typing import FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst

@@ -1758,34 +1758,31 @@ _LIMIT_WORDS = re.compile(r"(deadline|attempts?|retries|retry|tries|max_?time|bu
 def _hands_over_the_limit(handler: Handler, ctx: ModuleContext) -> bool:
     """``_delay_until_retry(exc, deadline, attempts)``: a helper handed the deadline or the count
     may well raise when it is spent (a bound we cannot read)."""
-    stepped = {dotted_name(n.target) for n in walk(handler.node.body, skip=DEFERRED) if isinstance(n, cst.AugAssign)}
-    for node in statement_calls(handler.node.body):
-        if ctx.summaries.limits(ctx.helper_key(node)):
-            return True  # ``self._check_attempts()``: counts the attempts and raises when spent
-        if stepped & ctx.summaries.limit_names(ctx.helper_key(node)):
-            return True  # ``timeouts += 1`` then ``_raise_if_needed(exc)``, which compares ``timeouts``
-        if not (ctx.call_name(node) & SLEEP_FUNCTIONS) and not _bookkeeping_call(node, ctx):
-            for arg in node.args:
-                if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) for n in _names(arg.value) if n):
-                    return True
-    return False
+    stepped = frozenset(dotted_name(n.target) for n in walk(handler.node.body, skip=DEFERRED) if isinstance(n, cst.AugAssign))
+    return any(_takes_the_limit(node, ctx, stepped) for node in statement_calls(handler.node.body))
 
 
 def _status_path_hands_over_the_limit(loop: cst.CSTNode, status: StatusSite, ctx: ModuleContext) -> bool:
     """After the status test, a helper is handed the attempt count or deadline (or counts and
-    raises when spent): the bound of a status loop that may well be there, unread."""
+    raises when spent): the bound of a status loop that may well be there, unread. A delay
+    handed on (``retry_after``) is not the count."""
     after = ctx.location(status.test).line
-    for node in statement_calls(loop.body):  # type: ignore[attr-defined]
-        if ctx.location(node).line <= after or node is status.response:
-            continue
-        if ctx.summaries.limits(ctx.helper_key(node)):
-            return True
-        if not (ctx.call_name(node) & SLEEP_FUNCTIONS) and not _bookkeeping_call(node, ctx):
-            for arg in node.args:
-                if any(_LIMIT_WORDS.search(n.rsplit(".", 1)[-1]) and not _DELAY_WORDS.search(n.rsplit(".", 1)[-1])
-                       for n in _names(arg.value) if n):
-                    return True
-    return False
+    return any(_takes_the_limit(node, ctx, delays_count=False) for node in statement_calls(loop.body)  # type: ignore[attr-defined]
+               if ctx.location(node).line > after and node is not status.response)
+
+
+def _takes_the_limit(node: cst.Call, ctx: ModuleContext, stepped: FrozenSet[str] = frozenset(),
+                     delays_count: bool = True) -> bool:
+    """The call counts the attempts and raises when spent (``self._check_attempts()``), compares a
+    counter ``stepped`` just before it (``timeouts += 1`` then ``_raise_if_needed(exc)``), or is
+    handed the count or the deadline (``delays_count``: a name of a delay counts as one too)."""
+    key = ctx.helper_key(node)
+    if ctx.summaries.limits(key) or stepped & ctx.summaries.limit_names(key):
+        return True
+    if ctx.call_name(node) & SLEEP_FUNCTIONS or _bookkeeping_call(node, ctx):
+        return False
+    lasts = [n.rsplit(".", 1)[-1] for arg in node.args for n in _names(arg.value) if n]
+    return any(_LIMIT_WORDS.search(last) and (delays_count or not _DELAY_WORDS.search(last)) for last in lasts)
 
 
 #: ``retry_after``, ``retry_delay``: what a helper is told to wait, not how many attempts are left.

@@ -30,7 +30,7 @@ from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ..syntax import DEFERRED, dotted_name, last_name, statement_calls, walk
+from ..syntax import DEFERRED, EXITS, dotted_name, if_branches, last_name, outcomes, statement_calls, walk
 from .context import ModuleContext
 from .flow import exits_in
 
@@ -65,8 +65,6 @@ def _progress_chain(chain: cst.If, result_names: FrozenSet[str]) -> bool:
     """python-kasa's firmware update: ``if state.status == 0: break`` ``elif state.status == 2:
     log progress`` ``elif state.status == 3: sleep`` ``elif state.status < 0: break``: numbered
     states of what the attempt read, some ending the wait and some going round: a progress poll."""
-    from ..syntax import EXITS, if_branches, outcomes
-
     codes, exits, rounds = set(), 0, 0
     node: Optional[cst.CSTNode] = chain
     subject = None

@@ -9,7 +9,6 @@ something (a tree, a list of hosts) and is not a retry.
 from __future__ import annotations
 
 from dataclasses import replace
-
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst

@@ -494,11 +494,8 @@ def told_by_failure(variable: Optional[str], regions: Sequence[cst.CSTNode], rea
                 if not name or bookkeeping(name) or "." not in name and not reads.reads(name):
                     continue  # a local to decide with (``code = exc.orig.pgcode``) changes nothing sent
                 for read in walk(node.value, skip=DEFERRED):
-                    text = dotted_name(read) if isinstance(read, cst.Attribute) else None
-                    if not text or not text.startswith(variable + "."):
-                        continue
-                    said = text[len(variable) + 1:].split(".")
-                    if not any(bookkeeping(part) or _DESCRIBES_FAILURE.match(part) for part in said):
+                    said = _said_by(read, variable)
+                    if said and not any(bookkeeping(part) or _DESCRIBES_FAILURE.match(part) for part in said):
                         return name
         for statement in walk(region, skip=DEFERRED):
             # pyrogram's ``except FilePartMissing as e: await self.save_file(path, file_part=e.value)``:
@@ -516,12 +513,19 @@ def told_by_failure(variable: Optional[str], regions: Sequence[cst.CSTNode], rea
                 if arg.keyword is not None and _TUNING_KEYWORDS.search(arg.keyword.value):
                     continue
                 for read in walk(arg.value, skip=DEFERRED):
-                    text = dotted_name(read) if isinstance(read, cst.Attribute) else None
-                    if text and text.startswith(variable + ".") and not any(
-                            part.startswith("_") or bookkeeping(part) or _DESCRIBES_FAILURE.match(part) or _PACING.match(part)
-                            for part in text[len(variable) + 1:].split(".")):
+                    said = _said_by(read, variable)
+                    if said and not any(part.startswith("_") or bookkeeping(part) or _DESCRIBES_FAILURE.match(part)
+                                        or _PACING.match(part) for part in said):
                         return callee
     return None
+
+
+def _said_by(read: cst.CSTNode, variable: str) -> Optional[List[str]]:
+    """``e.value.part`` → ``["value", "part"]``: what a read takes from the failure ``variable``."""
+    text = dotted_name(read) if isinstance(read, cst.Attribute) else None
+    if not text or not text.startswith(variable + "."):
+        return None
+    return text[len(variable) + 1:].split(".")
 
 
 def alternative_input(reads: AttemptReads, operation: cst.Call, loop: cst.CSTNode, ctx: ModuleContext) -> bool:
