@@ -384,7 +384,20 @@ def _derived_calls(source: Source, active: Sequence[Trigger]) -> Tuple[List[Froz
     classes (kept: they tell what ``LoggingRetry(…)`` builds)."""
     out = [t.calls for t in active]
     lines: Set[int] = set()
-    if not any(out) or "class" not in source.text:
+    if not any(out):
+        return out, lines
+    if " as " in source.text:
+        # ``from requests.adapters import HTTPAdapter as RequestsHTTPAdapter``: the alias is the word
+        renamed: Dict[str, Set[str]] = {}
+        for statement in source.statements:
+            if isinstance(statement, ast.ImportFrom):
+                for alias in statement.names:
+                    if alias.asname is not None:
+                        renamed.setdefault(alias.name, set()).add(alias.asname)
+        if renamed:
+            out = [frozenset(words | {a for w in words for a in renamed.get(w, ())})
+                   if words and not active[i].partial else words for i, words in enumerate(out)]
+    if "class" not in source.text:
         return out, lines
     headers = []
     for statement in source.statements:

@@ -579,6 +579,9 @@ class ModuleContext:
                 index -= 1  # ``obj.method(a)``: the caller does not write ``self``
         elif not any(p is param for p in params.kwonly_params):
             return None  # ``*args``/``**kwargs``
+        if function.name.value == "__init__" and owner is not None and method:
+            # ``Adapter(max_retries=n)`` is what calls ``Adapter.__init__``
+            return owner, param.name.value, index, False, None
         return function.name.value, param.name.value, index, method, owner
 
     def outside_value(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:

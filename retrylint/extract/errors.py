@@ -132,6 +132,10 @@ _LOCK_HELD = re.compile(r"(?i)(\bis_locked\b|\blocked\b|\block_(held|busy|taken)
 _LOCK_ERROR = re.compile(r"^(AlreadyLocked|Locked|LockHeld|LockTimeout|LockNotAcquired|DatabaseLocked)(Error|Exception)?$")
 
 
+#: A lock taken without blocking, which fails at once while someone else holds it.
+_NON_BLOCKING_LOCK = re.compile(r"\b(LOCK_NB|LK_NBLCK|LK_NBRLCK)\b|\bacquire\(\s*(blocking\s*=\s*)?False\b")
+
+
 def _waits_for_a_lock(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: ModuleContext) -> bool:
     """quixstreams opening a RocksDB partition: ``is_locked = str(exc).startswith("io error");
     if not is_locked: raise`` and then ``sleep(backoff)``: only "another process holds the lock"
@@ -141,6 +145,11 @@ def _waits_for_a_lock(handler: cst.ExceptHandler, names: Tuple[str, ...], ctx: M
     if names and all(n.rsplit(".", 1)[-1] == "FileExistsError" for n in names):
         # ``os.mkdir(lock_dir)`` failing with FileExistsError: someone else holds the lock (or the
         # name is taken); only waiting for it to go, or another name, can help (langsmith's _dir_lock)
+        return True
+    attempt = ctx.parent(handler)
+    if isinstance(attempt, cst.Try) and _NON_BLOCKING_LOCK.search(ctx.code(attempt.body)):
+        # ``fcntl.flock(f, LOCK_EX | LOCK_NB)`` failing: another process holds the file lock
+        # (eumdac's open_locked); going round is waiting for it, not resending to a service
         return True
     for node in walk_local(handler.body):
         if not isinstance(node, cst.If) or not _LOCK_HELD.search(ctx.code(node.test)):

@@ -326,7 +326,7 @@ def _asks_for_readiness(loop: cst.CSTNode, retry_trys: List[TryAnalysis], status
     ``client.heartbeat()`` or ``GET /health``). A health ping in a function that does not say it
     waits (opensearch-py's ``get_test_client``) is judged as a retry: the labeled sets do."""
     func = ctx.enclosing_function(loop)
-    if waits_for_readiness(func):
+    if waits_for_readiness(func) or _commented_as_a_wait(loop):
         return True
     if retry_trys and all(_connects_and_closes(t.node.body) for t in retry_trys):
         return True  # junos-eznc's ``probe()``: open a socket and close it again, until the port answers
@@ -338,6 +338,22 @@ def _asks_for_readiness(loop: cst.CSTNode, retry_trys: List[TryAnalysis], status
     if not named_for_waiting(func):
         return False
     return probes or bool(retry_trys) and all(attempt_probes(t.node.body) for t in retry_trys)
+
+
+#: The author's comment at the head of the loop says it waits for something to be ready:
+#: "# wait zipped data is prepared", "# wait until the export is ready".
+_WAIT_COMMENT = re.compile(
+    r"(?i)^\s*#\s*(wait|waiting|poll)\b[^#]*\b(is|are|to be|gets?|until)\s+(ready|prepared|available|generated|"
+    r"built|created|finished|done|complete)\b")
+
+
+def _commented_as_a_wait(loop: cst.CSTNode) -> bool:
+    body = getattr(loop, "body", None)
+    first = body.body[0] if isinstance(body, cst.IndentedBlock) and body.body else None
+    lines = list(getattr(loop, "leading_lines", ())) + list(getattr(first, "leading_lines", ()))
+    if isinstance(body, cst.IndentedBlock) and body.header.comment is not None:
+        lines.append(body.header)
+    return any(line.comment is not None and _WAIT_COMMENT.match(line.comment.value) for line in lines)
 
 
 _HEALTH = re.compile(r"health|probe", re.I)

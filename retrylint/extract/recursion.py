@@ -267,7 +267,8 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     wrapped = _wrapper_sleep(call, func, ctx)
     if wrapped is not None:
         sleeps.append(wrapped)
-    sleeps += _waits_on_entry(func, failure, ctx, call)
+    sleeps += _waits_on_entry(func, failure, ctx, call,
+                              frozenset(name for name, role in roles.items() if role == "counter"))
     if sleeps:
         # Every local of the function is computed again on each attempt, like a loop's body.
         delay_env = DelayEnv(ctx, counters=dict(counters), loop_writes=ctx.writes_in(func.body))
@@ -327,15 +328,23 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
 
 
 def _waits_on_entry(func: cst.FunctionDef, failure: Optional[cst.CSTNode], ctx: ModuleContext,
-                    call: Optional[cst.Call] = None) -> List[Sleep]:
+                    call: Optional[cst.Call] = None, counters: FrozenSet[str] = frozenset()) -> List[Sleep]:
     """``self.throttle(wait=wait)`` as a statement of the function body before the attempt
     (apprise's plugins): every call, the one made again included, waits there first. Also
     ``if delay: await asyncio.sleep(reconnect_delay)`` when the call made again passes
-    ``delay=True`` (gmqtt's ``reconnect``)."""
+    ``delay=True`` (gmqtt's ``reconnect``), and ``if retry_counter > 0: time.sleep(...)`` when
+    the call made again passes the counter on (googlemaps' and routingpy's ``_request``)."""
     found: List[Sleep] = []
     for statement in statements(func.body):
         if failure is not None and ctx.is_inside(failure, statement):
             break
+        if isinstance(statement, cst.If) and statement.orelse is None and counters \
+                and set(_names(statement.test)) & counters:
+            for inner in walk(statement.body):
+                sleep = sleep_of(inner, ctx) if isinstance(inner, cst.Call) else None
+                if sleep is not None:
+                    found.append(sleep)
+            continue
         if isinstance(statement, cst.If) and statement.orelse is None and call is not None \
                 and isinstance(statement.test, cst.Name) and _passes_true(call, statement.test.value):
             for inner in statements(statement.body):

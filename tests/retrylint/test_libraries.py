@@ -170,6 +170,15 @@ CASES = {
         # (pool_connections, pool_maxsize, max_retries, pool_block): the third is the retries
         ("from requests.adapters import HTTPAdapter\nadapter = HTTPAdapter(10, 10, 5)\n", {"RTY201"}),
         ("from requests.adapters import HTTPAdapter\nadapter = HTTPAdapter(10, 10, 0, 5)\n", set()),
+        # geopy's RequestsAdapter: ``max_retries=2`` is the default of a parameter no caller in
+        # the package passes, under an alias imported in ``try``: two immediate retries as shipped
+        ("try:\n    from requests.adapters import HTTPAdapter as RequestsHTTPAdapter\nexcept ImportError:\n"
+         "    RequestsHTTPAdapter = object\nclass Adapter:\n    def __init__(self, max_retries=2):\n"
+         "        self.adapter = RequestsHTTPAdapter(max_retries=max_retries)\n", {"RTY201"}),
+        # ... and when a caller here passes its own value, the user's choice stays unknown
+        ("from requests.adapters import HTTPAdapter\nclass Adapter:\n    def __init__(self, max_retries=2):\n"
+         "        self.adapter = HTTPAdapter(max_retries=max_retries)\n"
+         "def make(n):\n    return Adapter(max_retries=n)\n", set()),
         ("from requests.adapters import HTTPAdapter\nfrom urllib3.util import Retry\n"
          "adapter = HTTPAdapter(max_retries=Retry(total=5, backoff_factor=0.5, backoff_jitter=1))\n", set()),
     ],

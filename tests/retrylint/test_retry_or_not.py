@@ -3926,3 +3926,88 @@ def test_a_delay_computed_and_logged_but_never_waited_is_no_delay(flavour):
                 log.warning("retrying in %d seconds", wait)
     """
     assert "RTY201" in _codes(code, flavour)
+
+
+COUNTER_GUARDED_ENTRY_WAIT = """
+    import random
+    import requests
+
+    class Client:
+        {def} _request(self, url, retry_counter=0):
+            if {guard}:
+                delay_seconds = 1.5 ** (retry_counter - 1)
+                {sleep}(delay_seconds * (random.random() + 0.5))
+            response = requests.get(url)
+            if response.status_code in (500, 503) and retry_counter < 5:
+                return {aw}self._request(url, retry_counter + 1)
+            return response.json()
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_recursion_that_waits_on_entry_once_it_counts_a_retry_waits(flavour):
+    """routingpy's (and googlemaps') ``_request``: ``if retry_counter > 0: time.sleep(...)`` at
+    the top of the function, and the failure path calls itself with ``retry_counter + 1``: every
+    retry waits a jittered exponential delay first. Called again without the counter, the
+    guard never opens: every retry starts at once."""
+    code = COUNTER_GUARDED_ENTRY_WAIT
+    waits = _codes(code.replace("{guard}", "retry_counter > 0"), flavour)
+    assert "RTY201" not in waits and "RTY203" not in waits
+    again_from_zero = code.replace("{guard}", "retry_counter > 0").replace("url, retry_counter + 1", "url")
+    assert "RTY201" in _codes(again_from_zero, flavour)
+
+
+NON_BLOCKING_FILE_LOCK = """
+    import fcntl
+    from datetime import datetime
+
+    {def} open_locked(path, timeout):
+        start = datetime.now()
+        while True:
+            if timeout and datetime.now() - start >= timeout:
+                lockfile = None
+                break
+            lockfile = open(path, "w")
+            try:
+                fcntl.flock(lockfile, {flags})
+                break
+            except IOError:
+                {sleep}(0.1)
+                continue
+        return lockfile
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_non_blocking_file_lock_taken_again_is_a_wait_for_the_lock(flavour):
+    """eumdac's ``open_locked``: ``fcntl.flock(f, LOCK_EX | LOCK_NB)`` fails at once while another
+    process holds the lock; sleeping 0.1 s and trying again waits for the holder, with no
+    downstream to back off from. A blocking ``flock`` that fails has really failed (an NFS or
+    permission error), and trying it again every 0.1 s is a fixed-delay retry."""
+    assert _codes(NON_BLOCKING_FILE_LOCK.replace("{flags}", "fcntl.LOCK_EX | fcntl.LOCK_NB"), flavour) == []
+    assert "RTY202" in _codes(NON_BLOCKING_FILE_LOCK.replace("{flags}", "fcntl.LOCK_EX"), flavour)
+
+
+PREPARED_DOWNLOAD = """
+    from urllib.error import HTTPError
+
+    {def} read_prepared(url):
+        for _ in range(60):
+            {comment}
+            try:
+                return {aw}download(url)
+            except HTTPError:
+                {sleep}(1)
+                continue
+        raise ValueError("Unable to download zipped data within 60 secs")
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_loop_its_author_comments_as_a_wait_for_readiness_is_a_poll(flavour):
+    """pandas-datareader's SDMX reader: the server answered with the address of a zip it is still
+    preparing; ``# wait zipped data is prepared`` heads a loop fetching it once a second for 60 s.
+    The author says the loop waits for a state. Without that comment the same loop reads as a
+    fixed-delay retry of a failing download."""
+    assert _codes(PREPARED_DOWNLOAD.replace("{comment}", "# wait zipped data is prepared"), flavour) == []
+    assert "RTY202" in _codes(PREPARED_DOWNLOAD.replace("{comment}", "# download it"), flavour)

@@ -94,6 +94,22 @@ def is_false(expr: Optional[cst.BaseExpression]) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False" or number(expr) == 0
 
 
+def shipped_default(expr: Optional[cst.BaseExpression], ctx: ModuleContext) -> Optional[cst.BaseExpression]:
+    """``HTTPAdapter(max_retries=max_retries)`` inside ``def __init__(self, max_retries=2)``: the
+    parameter's default when no caller in the package passes another value (geopy's
+    ``RequestsAdapter``), else None: a value a user may pass stays unknown."""
+    if not isinstance(expr, cst.Name):
+        return None
+    bindings = ctx.bindings(expr)
+    if len(bindings) != 1 or bindings[0].kind != "param" or bindings[0].value is None:
+        return None
+    param = bindings[0].node
+    if not isinstance(param, cst.Param) or not ctx.parameter_as_shipped(param):
+        return None
+    ctx.note_default_used(param, expr, ctx.literal(param.default))
+    return bindings[0].value
+
+
 def value(expr: Optional[cst.BaseExpression], ctx: ModuleContext, default: Num = None) -> Num:
     """A number, or None for an absent argument / a literal ``None``, else UNKNOWN."""
     if expr is None:

@@ -35,7 +35,7 @@ from ...narrowing import Trigger
 from ..context import ModuleContext
 from ..status import _collection
 from .built import mapping_of, policies_of
-from .common import Args, build, calls_named, is_false, last, resolve, scaled, text_trigger, value
+from .common import Args, build, calls_named, is_false, last, resolve, scaled, shipped_default, text_trigger, value
 
 RETRY = frozenset(
     {
@@ -210,6 +210,9 @@ def _adapter(call: cst.Call, ctx: ModuleContext) -> Optional[RetryPolicy]:
     if isinstance(resolved, cst.Call):
         return None  # a Retry(...) object: judged where it is built
     count = value(retries, ctx, UNKNOWN)
+    if not known(count):
+        shipped = shipped_default(retries, ctx)  # ``def __init__(self, max_retries=2)``, passed by nobody
+        count = value(shipped, ctx, UNKNOWN) if shipped is not None else UNKNOWN
     if not known(count) or float(count) <= 0:  # type: ignore[arg-type]
         return None
     bound = Bound(attempts=float(count) + 1)  # type: ignore[arg-type]
