@@ -169,6 +169,9 @@ class ModuleFacts:
     #: functions that raise for a failed HTTP status: ``name`` or ``Class.name`` → ``"http"`` (they
     #: call ``raise_for_status()``) or ``"own"`` (they raise an error of their own for 4xx too)
     status_raisers: Dict[str, Tuple[str, int]] = field(default_factory=dict)
+    #: bookkeeping functions that cannot wait (they only read, compute and log): ``name`` or
+    #: ``Class.name`` → line; a failure handed to one is no hidden delay
+    quiet: Dict[str, int] = field(default_factory=dict)
     #: retry-decorator factories: module function name → how it builds the decorator
     factories: Dict[str, PolicyFactory] = field(default_factory=dict)
     #: module functions with a retry-like decorator (``@retry(...)``, ``@backoff.on_exception``)
@@ -376,7 +379,78 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
                                      method=not _is_static(member))
                     _note_status_raiser(facts, f"{statement.name}.{member.name}", member)
     _note_nested_classifiers(tree, facts)
+    _note_quiet(tree, facts)
     return facts
+
+
+#: What a bookkeeping function may call and still never wait: builtins that look at values, data
+#: methods of dicts, lists and strings, and logging.
+_QUIET_BUILTINS = frozenset({
+    "isinstance", "issubclass", "hasattr", "getattr", "setattr", "len", "str", "repr", "int", "float", "bool",
+    "dict", "list", "tuple", "set", "frozenset", "type", "min", "max", "abs", "round", "sum", "any", "all",
+    "sorted", "reversed", "enumerate", "zip", "map", "filter", "range", "format", "print", "id", "vars", "iter",
+    "next", "divmod", "hash", "callable", "super",
+})
+_QUIET_METHODS = frozenset({
+    "get", "items", "keys", "values", "append", "extend", "update", "pop", "setdefault", "copy", "insert",
+    "remove", "add", "discard", "index", "count", "format", "join", "split", "rsplit", "strip", "lstrip",
+    "rstrip", "lower", "upper", "startswith", "endswith", "replace", "encode", "decode", "json", "group",
+    "match", "search", "fullmatch", "findall", "sub", "isoformat", "total_seconds", "debug", "info", "warning",
+    "warn", "error", "exception", "critical", "log", "__init__",
+})
+
+
+def _note_quiet(tree: ast.Module, facts: ModuleFacts) -> None:
+    """Functions and methods whose every call is a look at a value, a data method, logging, an
+    exception or value built (a capitalised name), or another quiet function of this module."""
+    bodies: Dict[str, Tuple[ast.AST, Optional[str]]] = {}
+    for statement in tree.body:
+        if isinstance(statement, _FUNCTIONS):
+            bodies[statement.name] = (statement, None)
+        elif isinstance(statement, ast.ClassDef):
+            for member in statement.body:
+                if isinstance(member, _FUNCTIONS):
+                    bodies[f"{statement.name}.{member.name}"] = (member, statement.name)
+    answers: Dict[str, bool] = {}
+
+    def quiet(key: str, depth: int) -> bool:
+        if key in answers:
+            return answers[key]
+        answers[key] = False  # a cycle (or too deep) is not proven quiet
+        if depth > 4:
+            return False
+        func, owner = bodies[key]
+        for node in ast.walk(func):
+            if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom, ast.With, ast.AsyncWith, ast.AsyncFor,
+                                 ast.While, ast.Lambda)) or isinstance(node, _FUNCTIONS) and node is not func:
+                return False
+            if not isinstance(node, ast.Call):
+                continue
+            callee = node.func
+            if isinstance(callee, ast.Name):
+                name = callee.id
+                if name in bodies:
+                    if not quiet(name, depth + 1):
+                        return False
+                elif not (name in _QUIET_BUILTINS or name[:1].isupper()):
+                    return False
+            elif isinstance(callee, ast.Attribute):
+                receiver = callee.value.id if isinstance(callee.value, ast.Name) else None
+                method = f"{owner}.{callee.attr}" if owner and receiver in ("self", "cls") else None
+                if method is not None and method in bodies:
+                    if not quiet(method, depth + 1):
+                        return False
+                elif not (callee.attr in _QUIET_METHODS or receiver in ("logger", "log", "logging", "LOGGER", "_logger",
+                                                                         "_log", "LOG")):
+                    return False
+            else:
+                return False
+        answers[key] = True
+        return True
+
+    for key, (func, _) in bodies.items():
+        if quiet(key, 0):
+            facts.quiet[key] = func.lineno  # type: ignore[attr-defined]
 
 
 #: Retry decorators a factory may return, by the library its callee is imported from.
@@ -1276,6 +1350,11 @@ class Program:
         """The delay helper a call calls: ``helper(…)``, ``self.helper(…)``, or one imported
         from another module of the checked tree (``from .backoff import next_delay``)."""
         return self._function_fact("helpers", name, receiver, owner)
+
+    def quiet(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[Tuple[int, ModuleFacts]]:
+        """A bookkeeping function a call calls (:func:`_note_quiet`), found as :meth:`helper`
+        finds a delay helper: it cannot wait."""
+        return self._function_fact("quiet", name, receiver, owner)
 
     def classifier(self, name: str, receiver: Optional[str],
                    owner: Optional[str]) -> Optional[Tuple[Classifier, ModuleFacts]]:

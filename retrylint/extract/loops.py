@@ -61,6 +61,7 @@ from ..syntax import (
 )
 from .bounds import TIME_FUNCTIONS, GuardEnv, classify_guard, find_counters, initial_as_shipped
 from .context import Binding, ModuleContext
+from ..program import Value
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import (
     Handler, describe_handler, failure_names, forces_give_up, retried_error, sent_elsewhere, status_raises, taken_earlier,
@@ -2147,7 +2148,7 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext, sk
             # A helper that waits somewhere inside is likely the operation itself (a blocking
             # call with a timeout); only explicit or plainly named waits count here.
             found = sleep_of(node, ctx)
-            if found is not None and found.kind != "helper":
+            if found is not None and found.kind != "helper" and not _goes_round_on_its_own(node, analysis.node, ctx):
                 return True
     names = set(failure_names(handler, ctx))
     if _delegates_to_policy(handler) or any(_asks_a_policy(n) for r in analysis.rest for n in walk(r, skip=DEFERRED)):
@@ -2161,9 +2162,36 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext, sk
             return True
         if _hands_over_a_delay(node):
             return True  # zenodo-get's ``handle_download_error(..., pause_duration, ..., sleep_func)``
-        if names and delegates_failure(node, names, ctx):
+        if names and delegates_failure(node, names, ctx) and not _cannot_wait(node, ctx):
             return True
     return False
+
+
+def _goes_round_on_its_own(sleep: cst.Call, attempt: cst.Try, ctx: ModuleContext) -> bool:
+    """monday-sdk's ``if response.status_code == 429: time.sleep(30); ...; continue`` inside the
+    attempt: that sleep belongs to a path of its own, which goes round from there; it is no
+    wait on the path of a failure the handler catches."""
+    for ancestor in ctx.ancestors(sleep):
+        if ancestor is attempt:
+            return False
+        if isinstance(ancestor, cst.IndentedBlock) and isinstance(ctx.parent(ancestor), (cst.If, cst.Else)) \
+                and outcomes(statements(ancestor)) == frozenset({CONTINUE}):
+            return True
+    return False
+
+
+def _cannot_wait(call: cst.Call, ctx: ModuleContext) -> bool:
+    """monday-sdk's ``update_retry_context_from_exception(e, response, ...)``, imported from
+    another module of the package: the program view reads it as bookkeeping (it only looks at
+    the error and returns what it found), so handing it the failure adds no wait."""
+    callee = ctx.program_callee(call)
+    found = ctx.program.quiet(*callee) if callee is not None else None
+    if found is None:
+        return False
+    line, facts = found
+    shown = f"`{callee[0]}` only reads, computes and logs: it cannot wait"
+    ctx.outside_values.append((call, Value("", callee[0], facts.path, line, shown=shown)))
+    return True
 
 
 #: The last part of a name that holds a pause or the function that takes it.

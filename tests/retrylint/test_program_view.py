@@ -942,3 +942,62 @@ def test_a_counter_filled_in_from_a_class_default_that_switches_retries_off_is_j
     assert "RTY203" in {f.code for f in _findings("import asyncio\n" + FILLED_IN.format(count=3))}
     caller = FILLED_IN.format(count=0) + "\n    async def get(self, url):\n        return await self.request('GET', url, retry_count=5)\n"
     assert "RTY203" in {f.code for f in _findings("import asyncio\n" + caller)}
+
+
+# ---------------------------------------------------------------- helpers that cannot wait
+
+ERRORS_MODULE = """
+import requests
+
+
+def request_id_of(response):
+    return response.headers.get("x-request-id")
+
+
+def update_retry_context(exc, last_status):
+    status = last_status
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        status = exc.response.status_code
+        rid = request_id_of(exc.response)
+        if rid:
+            print(f"request {rid} failed")
+    return status
+"""
+
+HANDLER_MODULE = """
+import requests
+from .errors import update_retry_context
+
+
+def execute(session, query, attempts=5):
+    current = 0
+    last_status = None
+    while current < attempts:
+        try:
+            response = session.post("https://api.example.com", json=query)
+            response.raise_for_status()
+            return response.json()
+        except requests.HTTPError as e:
+            last_status = update_retry_context(e, last_status)
+            current += 1
+    raise RuntimeError(last_status)
+"""
+
+
+def test_a_failure_handed_to_bookkeeping_in_another_module_adds_no_wait(project, run):
+    """monday-sdk's GraphQL client: the handler hands the error to
+    ``update_retry_context_from_exception`` (another module), which only reads the error and
+    returns what it found. The program view reads that helper: it cannot wait, so the loop
+    retries at once (RTY201), and ``explain`` says where that was decided. A helper that may
+    wait (it calls ``time.sleep``) keeps the delay unknown: nothing is reported."""
+    project.write("pkg/__init__.py", "")
+    project.write("pkg/errors.py", ERRORS_MODULE)
+    project.write("pkg/client.py", HANDLER_MODULE)
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert code == 1 and "RTY201" in out
+    code, out, _ = run("explain", "pkg/client.py")
+    assert "`update_retry_context` only reads, computes and logs" in out and "pkg/errors.py:8" in out
+    project.write("pkg/errors.py", ERRORS_MODULE.replace('print(f"request {rid} failed")', "time.sleep(1)")
+                  .replace("import requests", "import time\nimport requests"))
+    code, out, _ = run("check", "--no-cache", "pkg")
+    assert "RTY201" not in out

@@ -4011,3 +4011,35 @@ def test_a_loop_its_author_comments_as_a_wait_for_readiness_is_a_poll(flavour):
     fixed-delay retry of a failing download."""
     assert _codes(PREPARED_DOWNLOAD.replace("{comment}", "# wait zipped data is prepared"), flavour) == []
     assert "RTY202" in _codes(PREPARED_DOWNLOAD.replace("{comment}", "# download it"), flavour)
+
+
+RATE_LIMIT_BRANCH_IN_ATTEMPT = """
+    import requests
+
+    {def} execute(session, query, attempts=5):
+        current = 0
+        while current < attempts:
+            try:
+                response = {aw}session.post("https://api.example.com", json=query)
+                if response.status_code == 429:
+                    {sleep}(30)
+                    current += 1
+                    {go_on}
+                response.raise_for_status()
+                return response.json()
+            except requests.ConnectionError:
+                current += 1
+        raise RuntimeError("gave up")
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_sleep_on_its_own_path_in_the_attempt_is_no_wait_for_the_handler(flavour):
+    """monday-sdk: ``if response.status_code == 429: time.sleep(30); current += 1; continue``
+    inside the attempt goes round on a path of its own; a connection error caught below goes
+    round at once. When the 429 branch falls through to the rest of the attempt instead, its
+    sleep is on the way to every later failure, so the handler's delay stays unknown."""
+    own_path = _codes(RATE_LIMIT_BRANCH_IN_ATTEMPT.replace("{go_on}", "continue"), flavour)
+    assert "RTY201" in own_path
+    falls_through = _codes(RATE_LIMIT_BRANCH_IN_ATTEMPT.replace("{go_on}", "pass"), flavour)
+    assert "RTY201" not in falls_through
