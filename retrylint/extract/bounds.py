@@ -413,6 +413,9 @@ def _attempts(test: cst.Comparison, env: GuardEnv, guard_line: int, at_loop_head
         op_type = _MIRROR.get(op_type, op_type)
     compare = _COMPARE.get(op_type)
     counter = env.counters[name]  # type: ignore[index]
+    if not known(limit) and known(counter.step) and float(counter.step) > 0:  # type: ignore[arg-type]
+        # a counter counting up against ``min(opts.get("number_retries", 2), 6)``: at most 6
+        limit = _at_most(right if name == dotted_name(left) else left, env)
     if compare is None or not (known(limit) and known(counter.init) and known(counter.step)):
         return UNKNOWN
     return _simulate(
@@ -422,6 +425,38 @@ def _attempts(test: cst.Comparison, env: GuardEnv, guard_line: int, at_loop_head
         at_loop_head,
         env,
     )
+
+
+def _at_most(expr: cst.BaseExpression, env: GuardEnv) -> Num:
+    """The largest value a limit can have when it is ``min(…, 6)`` (directly, or as the last
+    plain assignment of a local before the loop, hubspot3's ``num_retries = min(num_retries, 6)``):
+    the smallest literal among its arguments; UNKNOWN otherwise."""
+    value: Optional[cst.BaseExpression] = expr
+    if isinstance(expr, cst.Name):
+        value = _last_plain_assignment(expr, env.ctx)
+    if not (isinstance(value, cst.Call) and dotted_name(value.func) == "min" and len(value.args) >= 2):
+        return UNKNOWN
+    known_values = [_const(a.value, env) for a in value.args if a.star == ""]
+    bounds = [float(v) for v in known_values if known(v)]  # type: ignore[arg-type]
+    return min(bounds) if bounds else UNKNOWN
+
+
+def _last_plain_assignment(name: cst.Name, ctx: ModuleContext) -> Optional[cst.BaseExpression]:
+    """The value of the last binding of ``name`` before its use when that binding is a plain
+    statement of the function body itself (no branch can skip it, no loop writes it again)."""
+    line = ctx.location(name).line
+    bindings = [b for b in ctx.bindings(name) if b.kind != "import"]
+    before = [b for b in bindings if ctx.location(b.node).line < line]
+    if not before or len(before) != len(bindings):
+        return None
+    last = max(before, key=lambda b: ctx.location(b.node).line)
+    if last.kind != "assign" or last.value is None:
+        return None
+    statement = ctx.parent(last.node)
+    block = ctx.parent(statement) if statement is not None else None
+    if not isinstance(block, cst.IndentedBlock) or not isinstance(ctx.parent(block), cst.FunctionDef):
+        return None
+    return last.value
 
 
 def _truthiness_attempts(name: Optional[str], env: GuardEnv, guard_line: int, at_loop_head: bool, exit_when_zero: bool) -> Num:

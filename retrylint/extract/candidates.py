@@ -178,6 +178,9 @@ def _success_exit(roots: List[ast.stmt], written: Set[str]) -> bool:
         if isinstance(statement, (ast.Return, ast.Break)):
             if guard is None or _may_say_success(guard.test, positive, written):
                 return True
+            if positive and isinstance(guard.test, (ast.Name, ast.Attribute)) \
+                    and CONNECTED_STATE.match(_dotted(guard.test).rsplit(".", 1)[-1]):
+                return True  # ``loops._success_exit``: ``if self.connected: break`` after a connect
             if isinstance(statement, ast.Return) and statement.value is not None \
                     and any(isinstance(n, ast.Call) for n in ast.walk(statement.value)) \
                     and not _mentions(guard.test, written):
@@ -192,6 +195,10 @@ def _success_exit(roots: List[ast.stmt], written: Set[str]) -> bool:
         for block in bodies(statement, handlers=False):  # not the handlers: ``walk_success`` skips them
             stack.extend((s, guard, positive, False) for s in block)
     return False
+
+
+#: A flag saying a connection is up: ``self.connected``, ``conn.is_open``.
+CONNECTED_STATE = re.compile(r"^_*(is_)?(connected|open(ed)?|alive|logged_in|authenticated)$", re.I)
 
 
 def _may_say_success(test: ast.AST, positive: bool, written: Set[str]) -> bool:

@@ -59,7 +59,7 @@ def _from_recursion(exc: BaseException) -> bool:
 class ModuleContext:
     """libcst metadata for one module, resolved once and shared by every extractor."""
 
-    def __init__(self, module: cst.Module, path: str, settings: Settings, sleepers: FrozenSet[str] = frozenset(),
+    def __init__(self, module: cst.Module, path: str, settings: Settings, sleepers: "Mapping[str, Optional[cst.BaseExpression]] | FrozenSet[str]" = frozenset(),
                  summaries: Summaries = Summaries.EMPTY, program: Optional[Program] = None) -> None:
         self.module = module
         self.path = path

@@ -973,7 +973,7 @@ def _call(call: cst.Call, env: DelayEnv) -> Shape:
             seconds = keywords.get("seconds")
             return _sub(seconds, env) if seconds is not None and len(call.args) == 1 else UNKNOWN_SHAPE
         return _sub(positional[0], env)
-    if names & {"math.pow"} and len(positional) == 2:
+    if names & {"math.pow", "pow"} and len(positional) == 2:
         return _power(_sub(positional[0], env), _sub(positional[1], env))
     kind = _random_kind(call, env)
     if kind is not None:
@@ -1115,6 +1115,11 @@ def _literal_numbers(expr: cst.BaseExpression, env: DelayEnv) -> Optional[Tuple[
         values_ = [b.value for b in bindings if b.kind in ("assign", "annassign")]
         if len(bindings) == 1 and len(values_) == 1 and values_[0] is not None:
             return _literal_numbers(values_[0], env)
+        if all(b.kind == "import" for b in bindings):
+            # ``from ._base import _RETRY_DELAYS_SECONDS`` (descope): a list of another module
+            constant = env.ctx.module_constant(expr.value, expr)
+            if constant is not None and isinstance(constant, (cst.List, cst.Tuple)):
+                return _literal_numbers(constant, env)
     return None
 
 

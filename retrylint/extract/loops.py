@@ -74,7 +74,7 @@ from .polls import (
 )
 from .status import ALL_STATUSES, RESPONSE_OR_STATUS, classified, mentions_status, status_range, status_set
 from ..narrowing import Trigger
-from .candidates import FAILURE_WORDS, loop_may_retry
+from .candidates import CONNECTED_STATE, FAILURE_WORDS, loop_may_retry
 from .candidates import LOOPS as CANDIDATE_LOOPS
 from .vocabulary import CLOCK_READS, LEFTOVER, PENDING, RETRY_DECISION, TRIVIAL_CALLS
 from .same_operation import (
@@ -1121,6 +1121,12 @@ def _success_exit(
             continue
         if guard is None or is_success_test(guard.test, positive, ctx, result_names):
             return True
+        if positive and _connected_state(guard.test) and any(
+                isinstance(n, cst.Call) and _CONNECTS_CALL.search(last_name(n.func) or "")
+                for root in attempt for n in walk(root, skip=DEFERRED)):
+            # tarantool's reconnect: ``self.connect_basic()``, then ``else: if self.connected:
+            # break``: the state the connect call sets says the attempt worked
+            return True
         if isinstance(exit_node, cst.Return) and exit_node.value is not None \
                 and any(isinstance(n, cst.Call) for n in walk(exit_node.value, skip=DEFERRED)) \
                 and not set(_names(guard.test)) & result_names:
@@ -1146,6 +1152,15 @@ def _success_exit(
                                 loop.test, dotted_name(target.target), node.value):
                             return True
     return False
+
+
+_CONNECTS_CALL = re.compile(r"(^|_)(re)?(connect|open|login|log_in|authenticate)(_|$)", re.I)
+
+
+def _connected_state(test: cst.BaseExpression) -> bool:
+    """``self.connected``, ``conn.is_open``: a flag saying a connection is up."""
+    return isinstance(test, (cst.Name, cst.Attribute)) and bool(
+        CONNECTED_STATE.match((dotted_name(test) or "").rsplit(".", 1)[-1]))
 
 
 def _operands(test: cst.BaseExpression) -> List[cst.BaseExpression]:

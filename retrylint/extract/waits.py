@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import FrozenSet, Optional
+from typing import Dict, FrozenSet, Optional, Tuple
 
 import libcst as cst
 
@@ -115,7 +115,9 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
             return None  # ``self._get_max_wait()``, ``wait_get_result()``: it returns a value
         return Sleep(call, None, "named")
     if _calls_a_sleeper(call, ctx):
-        return Sleep(call, None, "helper")
+        # ``if self._check_exception(ex): continue`` whose body sleeps ``time.sleep(3)`` before
+        # answering: that literal is the wait (f5-sdk); anything else waits an unknown time
+        return Sleep(call, _sleeper_delay(call, ctx), "helper")
     return None
 
 
@@ -169,27 +171,53 @@ def _calls_a_sleeper(call: cst.Call, ctx: ModuleContext) -> bool:
     return False
 
 
-def find_sleepers(module: cst.Module) -> FrozenSet[str]:
-    """Functions (``name``) and methods (``Class.name``) of a module whose own body waits.
+def _sleeper_delay(call: cst.Call, ctx: ModuleContext) -> Optional[cst.BaseExpression]:
+    func = call.func
+    if isinstance(func, cst.Name):
+        key = func.value
+    else:
+        owner = ctx.enclosing_class(call)
+        key = f"{owner}.{func.attr.value}" if isinstance(func, cst.Attribute) else ""
+    return ctx.sleepers.get(key) if isinstance(ctx.sleepers, dict) else None
+
+
+def find_sleepers(module: cst.Module) -> Dict[str, Optional[cst.BaseExpression]]:
+    """Functions (``name``) and methods (``Class.name``) of a module whose own body waits,
+    each with the one number literal every wait of its body sleeps (``time.sleep(3)`` in
+    each branch that answers "retry"), else None.
 
     Read from the whole module before narrowing, syntactically: a call named like a sleep
     or a wait in the function's own body (nested functions excluded).
     """
-    out = set()
+    out: Dict[str, Optional[cst.BaseExpression]] = {}
 
-    def body_waits(func: cst.FunctionDef) -> bool:
+    def body_waits(func: cst.FunctionDef) -> Tuple[bool, Optional[cst.BaseExpression]]:
+        waits = []
         for node in walk(func.body, skip=DEFERRED):
             if isinstance(node, cst.Call):
                 name = last_name(node.func) or ""
                 if WAITISH.search(name) or name in ("select", "poll"):
-                    return True
-        return False
+                    waits.append(node)
+        if not waits:
+            return False, None
+        delays = set()
+        for node in waits:
+            # ``time.sleep(3)``/``sleep(3)``: one literal argument, no keywords
+            if not (last_name(node.func) == "sleep" and len(node.args) == 1 and node.args[0].keyword is None
+                    and isinstance(node.args[0].value, (cst.Integer, cst.Float))):
+                return True, None
+            delays.add(node.args[0].value.value)
+        return True, (waits[0].args[0].value if len(delays) == 1 else None)
 
     for statement in module.body:
-        if isinstance(statement, cst.FunctionDef) and body_waits(statement):
-            out.add(statement.name.value)
+        if isinstance(statement, cst.FunctionDef):
+            waits, delay = body_waits(statement)
+            if waits:
+                out[statement.name.value] = delay
         elif isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
             for member in statement.body.body:
-                if isinstance(member, cst.FunctionDef) and body_waits(member):
-                    out.add(f"{statement.name.value}.{member.name.value}")
-    return frozenset(out)
+                if isinstance(member, cst.FunctionDef):
+                    waits, delay = body_waits(member)
+                    if waits:
+                        out[f"{statement.name.value}.{member.name.value}"] = delay
+    return out

@@ -4043,3 +4043,115 @@ def test_a_sleep_on_its_own_path_in_the_attempt_is_no_wait_for_the_handler(flavo
     assert "RTY201" in own_path
     falls_through = _codes(RATE_LIMIT_BRANCH_IN_ATTEMPT.replace("{go_on}", "pass"), flavour)
     assert "RTY201" not in falls_through
+
+
+CLASSIFIER_THAT_SLEEPS = """
+    import time
+
+    class Signature:
+        def _check_exception(self, ex):
+            if "Lock wait timeout exceeded" in str(ex):
+                time.sleep({first})
+                return True
+            if "Deadlock found when" in str(ex):
+                time.sleep({second})
+                return True
+            return False
+
+        {def} create(self, **kwargs):
+            for _ in range(0, 30):
+                try:
+                    return {aw}self._create(**kwargs)
+                except ConnectionError as ex:
+                    if self._check_exception(ex):
+                        continue
+                    raise
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_classifier_that_sleeps_one_literal_before_answering_sets_the_delay(flavour):
+    """f5-sdk's ASM resources: ``if self._check_exception(ex): continue``, where the classifier
+    sleeps ``time.sleep(3)`` in every branch that answers "retry": each retry waits the same
+    3 s (RTY202). When its branches sleep different times the delay is unknown: nothing is
+    said about its shape."""
+    same = CLASSIFIER_THAT_SLEEPS.replace("{first}", "3").replace("{second}", "3")
+    assert "RTY202" in _codes(same, flavour)
+    assert "the same 3 s" in " ".join(f.message for f in _report(same, flavour).findings)
+    mixed = CLASSIFIER_THAT_SLEEPS.replace("{first}", "3").replace("{second}", "30")
+    assert not {"RTY201", "RTY202", "RTY203"} & set(_codes(mixed, flavour))
+
+
+RECONNECT_UNTIL_CONNECTED = """
+    class NetworkError(Exception):
+        pass
+
+    class Connection:
+        {def} _opt_reconnect(self):
+            attempt = 0
+            while True:
+                {sleep}(0.1)
+                try:
+                    {aw}self.{call}()
+                except NetworkError:
+                    pass
+                else:
+                    if self.connected:
+                        break
+                if attempt == 10:
+                    raise NetworkError("gave up")
+                attempt += 1
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_connect_that_leaves_once_connected_is_a_reconnect_retry(flavour):
+    """tarantool's ``_opt_reconnect``: ``self.connect_basic()`` in the attempt, ``else: if
+    self.connected: break``: the flag the connect sets is the success exit, so a failed connect
+    goes round after the same 0.1 s (RTY202). The same flag read after a call that does not
+    connect (``self.ping()``) says nothing about that call: no retry is claimed."""
+    assert "RTY202" in _codes(RECONNECT_UNTIL_CONNECTED.replace("{call}", "connect_basic"), flavour)
+    assert _codes(RECONNECT_UNTIL_CONNECTED.replace("{call}", "ping"), flavour) == []
+
+
+CAPPED_RETRY_COUNT = """
+    import requests
+
+    {def} call(url, opts):
+        num_retries = opts.get("number_retries", 2)
+        if opts.get("post"):
+            num_retries = 0
+        num_retries = {last}
+        try_count = 0
+        while True:
+            try:
+                try_count += 1
+                return {aw}requests.get(url)
+            except requests.ConnectionError:
+                if try_count > num_retries:
+                    raise
+            {sleep}(2 ** try_count)
+"""
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_a_limit_clamped_by_min_bounds_the_attempts(flavour):
+    """hubspot3's ``_call_raw``: ``num_retries = min(num_retries, 6)`` whatever the options say,
+    then ``if try_count > num_retries: raise``: at most 7 attempts, so the doubling delay never
+    passes 64 s and no cap is missing (no RTY204; the missing jitter is still RTY203). Clamped
+    at 60 instead, the schedule runs past the 2 min max-delay."""
+    clamped = _codes(CAPPED_RETRY_COUNT.replace("{last}", "min(num_retries, 6)"), flavour)
+    assert "RTY203" in clamped and "RTY204" not in clamped
+    assert "RTY204" in _codes(CAPPED_RETRY_COUNT.replace("{last}", "min(num_retries, 60)"), flavour)
+
+
+@pytest.mark.parametrize("flavour", [SYNC, ASYNC], ids=["sync", "async"])
+def test_builtin_pow_grows_the_delay_like_the_power_operator(flavour):
+    """hubspot3 writes ``(pow(2, try_count - 1) - 1) * self.sleep_multiplier``: the builtin
+    ``pow`` doubles the delay as ``2 ** n`` does (RTY203, no jitter). ``pow(2, 3)`` of two
+    literals is one fixed 8 s delay (RTY202)."""
+    growing = CAPPED_RETRY_COUNT.replace("{last}", "min(num_retries, 6)").replace(
+        "2 ** try_count", "(pow(2, try_count - 1) - 1) * 1")
+    assert "RTY203" in _codes(growing, flavour)
+    fixed = CAPPED_RETRY_COUNT.replace("{last}", "min(num_retries, 6)").replace("2 ** try_count", "pow(2, 3)")
+    assert "RTY202" in _codes(fixed, flavour) and "RTY203" not in _codes(fixed, flavour)
