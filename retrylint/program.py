@@ -718,12 +718,14 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
     if not any(c.from_parameters or c.off_defaults or c.built for c in facts.classes.values()):
         return
     # One walk that knows the class each call is in (``super().__init__(…)`` below).
-    stack: List[Tuple[ast.AST, Optional[str], Optional[ast.AST]]] = [(tree, None, None)]
+    # (node, class it is in, the functions around it, innermost first: a closure sees its
+    # enclosing functions' parameters, ucloud's ``def step(..., max_retries=0)`` → ``def deco``)
+    stack: List[Tuple[ast.AST, Optional[str], Tuple[ast.AST, ...]]] = [(tree, None, ())]
     while stack:
-        node, owner, function = stack.pop()
+        node, owner, functions = stack.pop()
         inner = node.name if isinstance(node, ast.ClassDef) else owner
-        inner_function = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
-        stack.extend((child, inner, inner_function) for child in ast.iter_child_nodes(node))
+        inner_functions = (node, *functions) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else functions
+        stack.extend((child, inner, inner_functions) for child in ast.iter_child_nodes(node))
         if not isinstance(node, ast.Call):
             continue
         name = _called_name(node.func)
@@ -735,8 +737,8 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
             own = facts.classes.get(owner)
             targets += [facts.classes[b] for b in (own.bases if own else ()) if b in facts.classes]
         for cls in targets:
-            passed = {k.arg for k in node.keywords}
-            everything = _unpacks_unknown(node, function)
+            passed = {k.arg for k in node.keywords if not _hands_on_the_default(k, cls, functions)}
+            everything = _unpacks_unknown(node, functions)
             for attribute, parameter in list(cls.from_parameters.items()):
                 index = cls.positions.get(parameter)
                 if everything or parameter in passed or (index is not None and index < len(node.args)):
@@ -753,18 +755,35 @@ def _forget_passed_parameters(tree: ast.Module, facts: ModuleFacts) -> None:
                     cls.off_defaults.pop(attribute)  # ``Config(retries=3)``: the caller decides
 
 
-def _unpacks_unknown(call: ast.Call, function: Optional[ast.AST]) -> bool:
+def _hands_on_the_default(keyword: ast.keyword, cls: ClassFacts, functions: Tuple[ast.AST, ...]) -> bool:
+    """``Step(max_retries=max_retries)`` inside ``def step(self, ..., max_retries=0)`` while
+    ``Step.__init__`` also defaults to 0 (ucloud's test scenario): the caller hands on its own
+    parameter with the same default, so as shipped the class keeps its default."""
+    attribute = next((a for a, p in cls.from_parameters.items() if p == keyword.arg), None)
+    shipped = cls.off_defaults.get(attribute) or cls.values.get(attribute) if attribute is not None else None
+    return shipped is not None and _hands_on_default(keyword.value, functions, shipped[0])
+
+
+def _unpacks_unknown(call: ast.Call, functions: Tuple[ast.AST, ...]) -> bool:
     """``f(*items, **options)``: the call may pass anything. ``RdsDataApi(arn, **kwargs)`` in
     ``connect(arn, **kwargs)`` hands on what its own caller chose, so the defaults hold as the
     package ships them."""
-    return any(k.arg is None and not _forwarded(k.value, function, "kwarg") for k in call.keywords) or any(
-        isinstance(a, ast.Starred) and not _forwarded(a.value, function, "vararg") for a in call.args)
+    return any(k.arg is None and not _forwarded(k.value, functions, "kwarg") for k in call.keywords) or any(
+        isinstance(a, ast.Starred) and not _forwarded(a.value, functions, "vararg") for a in call.args)
 
 
-def _forwarded(value: ast.AST, function: Optional[ast.AST], which: str) -> bool:
-    """``**kwargs`` (``*args``) of the enclosing function itself, handed on unchanged."""
-    own = getattr(function.args, which, None) if function is not None else None  # type: ignore[attr-defined]
-    return own is not None and isinstance(value, ast.Name) and value.id == own.arg
+def _forwarded(value: ast.AST, functions: Tuple[ast.AST, ...], which: str) -> bool:
+    """``**kwargs`` (``*args``) of an enclosing function itself, handed on unchanged."""
+    for function in functions:
+        own = getattr(function.args, which, None)  # type: ignore[attr-defined]
+        if own is not None and isinstance(value, ast.Name) and value.id == own.arg:
+            return True
+    return False
+
+
+def _parameter_names(function: ast.AST) -> set:
+    args = function.args  # type: ignore[attr-defined]
+    return {a.arg for a in list(args.posonlyargs) + list(args.args) + list(args.kwonlyargs)}
 
 
 def _assigned_names(statement: ast.stmt) -> List[str]:
@@ -1110,21 +1129,26 @@ def _files_mentioning(top: Path, name: str, recursive: bool) -> Optional[List[st
 _PASSES: Dict[Tuple[str, str, str, str, Optional[int]], bool] = {}
 
 
-def _calls_with_their_function(tree: ast.Module) -> Iterator[Tuple[ast.Call, Optional[ast.AST]]]:
-    stack: List[Tuple[ast.AST, Optional[ast.AST]]] = [(tree, None)]
+def _calls_with_their_function(tree: ast.Module) -> Iterator[Tuple[ast.Call, Tuple[ast.AST, ...]]]:
+    """Each call with the functions around it, innermost first."""
+    stack: List[Tuple[ast.AST, Tuple[ast.AST, ...]]] = [(tree, ())]
     while stack:
-        node, function = stack.pop()
-        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+        node, functions = stack.pop()
+        inner = (node, *functions) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else functions
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
         if isinstance(node, ast.Call):
-            yield node, function
+            yield node, functions
 
 
-def _hands_on_default(value: ast.AST, function: Optional[ast.AST], default: Any) -> bool:
+def _hands_on_default(value: ast.AST, functions: Tuple[ast.AST, ...], default: Any) -> bool:
     """``run(restart_on_failure=restart_on_failure)`` in a CLI command whose own parameter
     defaults to the same value (``typer.Option(False, "--restart-on-failure")``): as shipped,
-    the callee gets its default."""
-    if default is _MISSING or function is None or not isinstance(value, ast.Name):
+    the callee gets its default. The parameter may be one of an enclosing function (a
+    decorator factory's ``def step(..., max_retries=0)`` seen from its ``def deco``)."""
+    if default is _MISSING or not isinstance(value, ast.Name):
+        return False
+    function = next((f for f in functions if value.id in _parameter_names(f)), None)
+    if function is None:
         return False
     own = _parameter_defaults(function, {})
     if value.id not in own:

@@ -18,6 +18,7 @@ from ..narrowing import Trigger
 from . import around, dead_letter_helpers, dead_letters, layers, library_polls, loops, recursion, strategies, waits
 from .context import ModuleContext
 from .libraries import LIBRARIES, built, http_clients
+from .libraries.common import wraps_a_generator
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ def extract_policies(ctx: ModuleContext, active: Optional[Collection[Trigger]] =
             policies.extend(extractor.extract(ctx))
     # A retry decorator that waits for a state is a poll, as the loop that does so is.
     policies = [p for p in policies if not (p.is_library and library_polls.waits_for_a_state(p, ctx))]
+    # A retry decorator on a generator function wraps nothing that can fail.
+    policies = [p for p in policies if not (p.is_library and p.anchor is not None and wraps_a_generator(p.anchor, ctx))]
     policies.sort(key=lambda p: (p.location.line, p.location.column))
     return layers.annotate(ctx, policies)  # retries around calls that retry themselves (RTY501)
 

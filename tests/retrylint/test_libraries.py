@@ -21,6 +21,18 @@ _COREDIS = "from coredis.retry import ConstantRetryPolicy, ExponentialBackoffRet
 CASES = {
     "tenacity": [
         ("from tenacity import retry\n@retry\ndef f(): ...\n", {"RTY102", "RTY201", "RTY301"}),
+        # langchain-core's create_base_retry_decorator(error_types, max_retries=1): no caller in
+        # the package passes another count, so as shipped one attempt, nothing to judge ...
+        ("from tenacity import retry, stop_after_attempt, wait_exponential, retry_if_exception_type\n"
+         "def create_base_retry_decorator(error_types, max_retries=1):\n"
+         "    return retry(stop=stop_after_attempt(max_retries), wait=wait_exponential(multiplier=1, min=4, max=10),\n"
+         "                 retry=retry_if_exception_type(tuple(error_types)))\n", set()),
+        # ... a caller here that asks for 6 makes it the unjittered exponential retry it is
+        ("from tenacity import retry, stop_after_attempt, wait_exponential, retry_if_exception_type\n"
+         "def create_base_retry_decorator(error_types, max_retries=1):\n"
+         "    return retry(stop=stop_after_attempt(max_retries), wait=wait_exponential(multiplier=1, min=4, max=10),\n"
+         "                 retry=retry_if_exception_type(tuple(error_types)))\n"
+         "deco = create_base_retry_decorator([ConnectionError], max_retries=6)\n", {"RTY203"}),
         ("import tenacity as t\n@t.retry()\ndef f(): ...\n", {"RTY102", "RTY201", "RTY301"}),
         (
             "from tenacity import retry, stop_after_attempt, wait_random_exponential, retry_if_exception_type\n"
@@ -88,6 +100,12 @@ CASES = {
     ],
     "backoff": [
         ("import backoff\n@backoff.on_exception(backoff.expo, ConnectionError)\ndef f(): ...\n", {"RTY102", "RTY204"}),
+        # tap-facebook's get_ads: on a generator function the decorator only wraps creating the
+        # generator, which cannot fail; the requests run while the caller iterates: no retry
+        ("import backoff\n@backoff.on_exception(backoff.expo, ConnectionError, max_tries=5, jitter=None)\n"
+         "def ads(account):\n    yield from account.get_ads()\n", set()),
+        ("import backoff\n@backoff.on_exception(backoff.expo, ConnectionError, max_tries=5, jitter=None)\n"
+         "def ads(account):\n    return list(account.get_ads())\n", {"RTY203"}),
         ("import backoff\n@backoff.on_exception(backoff.expo, ConnectionError, max_tries=6, max_value=20)\ndef f(): ...\n", set()),
         ("import backoff\n@backoff.on_exception(backoff.expo, ConnectionError, max_tries=6, jitter=None)\ndef f(): ...\n",
          {"RTY203"}),

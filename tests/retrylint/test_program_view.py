@@ -153,6 +153,18 @@ def test_a_default_that_switches_retries_off_is_judged_as_shipped():
     assert "RTY201" not in {f.code for f in _findings(FETCHER)}
 
 
+def test_a_decorator_factory_handing_on_its_own_default_keeps_the_retry_off():
+    """ucloud's test scenario: ``def step(self, num_attempts=1, **kwargs)`` returns a ``deco``
+    that builds ``Fetcher(num_attempts=num_attempts, **kwargs)``: the factory hands on its own
+    parameter with the class's default (and its own ``**kwargs``), so as shipped one attempt.
+    A factory whose own default is 3 switches the retry on."""
+    factory = FETCHER + (
+        "\n\nclass Scenario:\n    def step(self, num_attempts={n}, **kwargs):\n        def deco(fn):\n"
+        "            return Fetcher(num_attempts=num_attempts, **kwargs)\n        return deco\n")
+    assert "RTY201" not in {f.code for f in _findings(factory.replace("{n}", "1"))}
+    assert "RTY201" in {f.code for f in _findings(factory.replace("{n}", "3"))}
+
+
 def test_a_caller_or_subclass_that_may_switch_it_on_keeps_the_retry_judged():
     # botocore's IMDSFetcher(num_attempts=1) is built as InstanceMetadataFetcher(num_attempts=…)
     # in another module: the retry written for those callers is judged.

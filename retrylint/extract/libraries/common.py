@@ -199,6 +199,16 @@ def decorated(call: cst.CSTNode, ctx: ModuleContext) -> Optional[cst.FunctionDef
     return None
 
 
+def wraps_a_generator(node: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """``@backoff.on_exception(...)`` on a function that yields: the decorator wraps only the
+    call that creates the generator, which cannot fail; the work runs later, while the caller
+    iterates, outside the retry (tap-facebook's ``get_ads``). No retry ever happens."""
+    function = decorated(node, ctx)
+    if function is None:
+        return False
+    return any(isinstance(n, (cst.Yield)) for n in walk(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)))
+
+
 def build(
     source: str,
     node: cst.CSTNode,

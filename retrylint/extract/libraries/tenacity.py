@@ -40,6 +40,7 @@ from .common import (
     names_of,
     predicate,
     resolve,
+    shipped_default,
     text_trigger,
     value,
 )
@@ -174,7 +175,15 @@ def _stop(expr: cst.BaseExpression, ctx: ModuleContext) -> Bound:
     if isinstance(expr, cst.Call):
         args = Args.of(expr)
         if name == "stop_after_attempt":
-            attempts = value(args.get("max_attempt_number", 0), ctx, UNKNOWN)
+            given = args.get("max_attempt_number", 0)
+            attempts = value(given, ctx, UNKNOWN)
+            if not known(attempts):
+                # ``stop_after_attempt(max_retries)`` in ``def create_base_retry_decorator(...,
+                # max_retries=1)`` that no caller in the package changes: one attempt as shipped
+                shipped = shipped_default(given, ctx)
+                as_shipped = value(shipped, ctx, UNKNOWN) if shipped is not None else UNKNOWN
+                if known(as_shipped) and float(as_shipped) <= 1:  # type: ignore[arg-type]
+                    attempts = as_shipped
             return Bound(attempts=attempts if attempts is not None else UNKNOWN)
         if name in ("stop_after_delay", "stop_before_delay"):
             deadline = value(args.get("max_delay", 0), ctx, UNKNOWN)
