@@ -21,6 +21,15 @@ _COREDIS = "from coredis.retry import ConstantRetryPolicy, ExponentialBackoffRet
 CASES = {
     "tenacity": [
         ("from tenacity import retry\n@retry\ndef f(): ...\n", {"RTY102", "RTY201", "RTY301"}),
+        # llama-index's batch runner: wait_exponential(min=4, max=10) under stop_after_attempt(3)
+        # waits max(4, 1) = 4 s, then max(4, 2) = 4 s: the floor makes it a fixed delay ...
+        ("from tenacity import retry, stop_after_attempt, wait_exponential\n"
+         "@retry(stop=stop_after_attempt(3), wait=wait_exponential(multiplier=1, min=4, max=10))\ndef f(): ...\n",
+         {"RTY202", "RTY301"}),
+        # ... with six attempts it grows past the floor (4, 4, 4, 8, 10 s): exponential, unjittered
+        ("from tenacity import retry, stop_after_attempt, wait_exponential\n"
+         "@retry(stop=stop_after_attempt(6), wait=wait_exponential(multiplier=1, min=4, max=10))\ndef f(): ...\n",
+         {"RTY203", "RTY301"}),
         # langchain-core's create_base_retry_decorator(error_types, max_retries=1): no caller in
         # the package passes another count, so as shipped one attempt, nothing to judge ...
         ("from tenacity import retry, stop_after_attempt, wait_exponential, retry_if_exception_type\n"

@@ -7,6 +7,7 @@ has no jitter and its ``max`` is effectively infinite.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List
 
 import libcst as cst
@@ -140,7 +141,7 @@ def _policy(call: cst.Call, args: Args, ctx: ModuleContext, defaults: bool) -> R
     else:
         bound = Bound(attempts=UNKNOWN)
     if wait is not None:
-        delay = _wait(wait, ctx)
+        delay = _floored(_wait(wait, ctx), wait, bound, ctx)
     elif defaults and not args.opaque:
         delay = NO_DELAY
     else:
@@ -282,6 +283,26 @@ def _wait(expr: cst.BaseExpression, ctx: ModuleContext) -> Delay:
             return Delay(DelayKind.STEPS, steps=values, base=values[0], text=text)
         return Delay(DelayKind.UNKNOWN, text=text)
     return Delay(DelayKind.UNKNOWN, text=text)
+
+
+def _floored(delay: Delay, wait: cst.BaseExpression, bound: Bound, ctx: ModuleContext) -> Delay:
+    """``wait_exponential(multiplier=1, min=4, max=10)`` with ``stop_after_attempt(3)``: tenacity
+    waits ``max(min, multiplier * 2 ** (n - 1))``, so the two waits are 4 s and 4 s. Under a
+    floor that the bound never lets the schedule outgrow, every retry waits the same delay."""
+    resolved = resolve(wait, ctx) or wait
+    if delay.kind is not DelayKind.EXPONENTIAL or delay.jitter.present or not isinstance(resolved, cst.Call) \
+            or _tenacity_name(resolved, ctx) != "wait_exponential" or not known(bound.attempts):
+        return delay
+    floor = value(Args.of(resolved).get("min", 3), ctx, None)  # (multiplier, max, exp_base, min)
+    if not (known(floor) and known(delay.base) and known(delay.factor)):
+        return delay
+    waits = []
+    for n in range(1, int(float(bound.attempts))):  # type: ignore[arg-type]
+        wait_n = max(float(floor), float(delay.base) * float(delay.factor) ** (n - 1))  # type: ignore[arg-type]
+        waits.append(min(wait_n, float(delay.cap)) if known(delay.cap) else wait_n)  # type: ignore[arg-type]
+    if len(set(waits)) == 1:
+        return replace(delay, kind=DelayKind.FIXED, base=waits[0], factor=None, cap=None)
+    return delay
 
 
 def _random_range(low: Num, high: Num, text: str) -> Delay:
