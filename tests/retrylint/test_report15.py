@@ -708,12 +708,12 @@ def test_an_import_split_for_a_new_name_is_one_line_again_once_every_old_use_is_
     path = project.write("app.py", '''from tenacity import retry, stop_after_attempt, wait_exponential
 
 
-@retry(stop=stop_after_attempt(3), wait=wait_exponential(multiplier=1, min=4, max=10))
+@retry(stop=stop_after_attempt(6), wait=wait_exponential(multiplier=1, min=4, max=10))
 def first():
     return 1
 
 
-@retry(stop=stop_after_attempt(3), wait=wait_exponential(multiplier=1, min=4, max=10))
+@retry(stop=stop_after_attempt(6), wait=wait_exponential(multiplier=1, min=4, max=10))
 def second():
     return 2
 ''')
