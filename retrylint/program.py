@@ -172,6 +172,10 @@ class ModuleFacts:
     #: bookkeeping functions that cannot wait (they only read, compute and log): ``name`` or
     #: ``Class.name`` → line; a failure handed to one is no hidden delay
     quiet: Dict[str, int] = field(default_factory=dict)
+    #: functions that turn every failure into errors of their own (``try: … except Exception as
+    #: e: raise TemporaryAKSKException(...)``): ``name`` or ``Class.name`` → (the exception
+    #: classes that can leave, as written; line)
+    converts: Dict[str, Tuple[Tuple[str, ...], int]] = field(default_factory=dict)
     #: retry-decorator factories: module function name → how it builds the decorator
     factories: Dict[str, PolicyFactory] = field(default_factory=dict)
     #: module functions with a retry-like decorator (``@retry(...)``, ``@backoff.on_exception``)
@@ -451,6 +455,58 @@ def _note_quiet(tree: ast.Module, facts: ModuleFacts) -> None:
     for key, (func, _) in bodies.items():
         if quiet(key, 0):
             facts.quiet[key] = func.lineno  # type: ignore[attr-defined]
+        escapes = _converted_errors(func)
+        if escapes:
+            facts.converts[key] = (escapes, func.lineno)  # type: ignore[attr-defined]
+
+
+_CATCH_ALL = frozenset({"Exception", "BaseException"})
+#: Builtin exception classes by name, to read ``issubclass`` among them.
+_BUILTIN_EXCEPTIONS = {name: value for name, value in vars(__import__("builtins")).items()
+                       if isinstance(value, type) and issubclass(value, BaseException)}
+
+
+def _converted_errors(func: ast.AST) -> Tuple[str, ...]:
+    """The exception classes that can leave a function whose work all runs in one ``try`` with a
+    catch-all handler, every handler raising: its own ``raise Error(...)`` or a bare ``raise`` of
+    the named classes it caught (esdk-obs's ``_do_temporary_aksk_request``, dashscope's
+    ``_sync_upload_to_oss``). Empty when anything else may leave."""
+    body = list(func.body)  # type: ignore[attr-defined]
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    tries = [st for st in body if isinstance(st, ast.Try)]
+    if len(tries) != 1 or tries[0].finalbody:
+        return ()
+    attempt = tries[0]
+    index = body.index(attempt)
+    if any(isinstance(n, ast.Call) for st in body[:index] for n in ast.walk(st)):
+        return ()  # work before the try may fail with anything
+    if any(not isinstance(st, (ast.Return, ast.Pass)) or any(isinstance(n, ast.Call) for n in ast.walk(st))
+           for st in body[index + 1:]):
+        return ()
+    if attempt.orelse and any(isinstance(n, ast.Call) for st in attempt.orelse for n in ast.walk(st)):
+        return ()
+    escapes: List[str] = []
+    catch_all = False
+    for handler in attempt.handlers:
+        caught = [_dotted(t) for t in (handler.type.elts if isinstance(handler.type, ast.Tuple) else
+                                       [handler.type] if handler.type is not None else [])]
+        if handler.type is None or any((c or "").rsplit(".", 1)[-1] in _CATCH_ALL for c in caught):
+            catch_all = True
+        last = handler.body[-1] if handler.body else None
+        if not isinstance(last, ast.Raise) or any(isinstance(n, ast.Raise) for st in handler.body[:-1] for n in ast.walk(st)):
+            return ()
+        if last.exc is None:
+            if handler.type is None or not caught or any(c is None or c.rsplit(".", 1)[-1] in _CATCH_ALL for c in caught):
+                return ()  # re-raising everything it caught: anything may leave
+            escapes += [c for c in caught if c]
+            continue
+        raised = last.exc.func if isinstance(last.exc, ast.Call) else last.exc
+        name = _dotted(raised)
+        if not name or not name.rsplit(".", 1)[-1][:1].isupper():
+            return ()  # ``raise e``, ``raise self.error``: not a class we can name
+        escapes.append(name)
+    return tuple(dict.fromkeys(escapes)) if catch_all else ()
 
 
 #: Retry decorators a factory may return, by the library its callee is imported from.
@@ -1379,6 +1435,32 @@ class Program:
         """A bookkeeping function a call calls (:func:`_note_quiet`), found as :meth:`helper`
         finds a delay helper: it cannot wait."""
         return self._function_fact("quiet", name, receiver, owner)
+
+    def converts(self, name: str, receiver: Optional[str], owner: Optional[str]) -> Optional[Tuple[Tuple[str, ...], ModuleFacts, int]]:
+        """The exception classes a called function lets out, when it turns every failure into
+        errors of its own (:func:`_converted_errors`), the module that says so, and its line."""
+        found = self._function_fact("converts", name, receiver, owner)
+        if found is None:
+            return None
+        (escapes, line), facts = found
+        return escapes, facts, line
+
+    def exception_bases(self, name: str, facts: Optional[ModuleFacts] = None, hops: int = 4) -> Optional[Tuple[str, ...]]:
+        """The last names of an exception class and its bases up to a builtin one, following
+        classes of the checked tree (``RuntimeErrorWithCode`` → ``RuntimeError``); None when a
+        base is not readable (a library's class, several bases)."""
+        facts = facts or self.own()
+        last = name.rsplit(".", 1)[-1]
+        if last in _BUILTIN_EXCEPTIONS:
+            return (last,)
+        found = self._class_of(facts, name)
+        if found is None or hops <= 0:
+            return None
+        where, cls = found
+        if len(cls.bases) != 1:
+            return None
+        above = self.exception_bases(cls.bases[0], where, hops - 1)
+        return (last, *above) if above is not None else None
 
     def classifier(self, name: str, receiver: Optional[str],
                    owner: Optional[str]) -> Optional[Tuple[Classifier, ModuleFacts]]:

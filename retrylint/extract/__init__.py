@@ -18,7 +18,7 @@ from ..narrowing import Trigger
 from . import around, dead_letter_helpers, dead_letters, layers, library_polls, loops, recursion, strategies, waits
 from .context import ModuleContext
 from .libraries import LIBRARIES, built, http_clients
-from .libraries.common import wraps_a_generator
+from .libraries.common import retries_nothing_it_lets_out, wraps_a_generator
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ def extract_policies(ctx: ModuleContext, active: Optional[Collection[Trigger]] =
     policies = [p for p in policies if not (p.is_library and library_polls.waits_for_a_state(p, ctx))]
     # A retry decorator on a generator function wraps nothing that can fail.
     policies = [p for p in policies if not (p.is_library and p.anchor is not None and wraps_a_generator(p.anchor, ctx))]
+    # ... and one whose function lets out only errors it does not retry never retries.
+    policies = [p for p in policies if not (p.is_library and retries_nothing_it_lets_out(p, ctx))]
     policies.sort(key=lambda p: (p.location.line, p.location.column))
     return layers.annotate(ctx, policies)  # retries around calls that retry themselves (RTY501)
 

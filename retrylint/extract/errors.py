@@ -572,3 +572,35 @@ def retried_error(
         location=location,
         text="except" + (" " + ctx.code(node.type) if node.type is not None else ""),
     )
+
+
+#: ``catcher_of``: no handler catches the error; it leaves the try.
+LEAVES = -1
+
+
+def catcher_of(error: str, caught: Sequence[Tuple[str, ...]], ctx: ModuleContext, where=None) -> Optional[int]:
+    """Which of the handlers (each given by the class names it catches, in order; an empty tuple
+    for a bare ``except``) catches an error of class ``error`` (as the program view names it):
+    its index, :data:`LEAVES` when none does, None when we cannot tell (a base class that is not
+    readable, a handler naming a library's class). ``where``: the module facts ``error`` is
+    written in (another module's function), else this module."""
+    chain = ctx.program.exception_bases(error, where)
+    last = error.rsplit(".", 1)[-1]
+    for index, names in enumerate(caught):
+        lasts = {n.rsplit(".", 1)[-1] for n in names}
+        if not names or lasts & CATCH_ALL or last in lasts:
+            return index
+        if chain is None:
+            return None  # ``except ClientError`` may be a base of an error whose bases we cannot read
+        if lasts & set(chain):
+            return index
+        builtin = _BUILTIN_EXCEPTION_TYPES.get(chain[-1])
+        for name in lasts:
+            other = _BUILTIN_EXCEPTION_TYPES.get(name)
+            if other is not None and builtin is not None and issubclass(builtin, other):
+                return index
+    return LEAVES
+
+
+_BUILTIN_EXCEPTION_TYPES = {name: value for name, value in vars(__import__("builtins")).items()
+                            if isinstance(value, type) and issubclass(value, BaseException)}

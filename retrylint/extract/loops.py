@@ -64,7 +64,7 @@ from .context import Binding, ModuleContext
 from ..program import Value
 from .delays import CounterInfo, DelayEnv, classify, literal_steps, shape_of
 from .errors import (
-    Handler, describe_handler, failure_names, forces_give_up, retried_error, sent_elsewhere, status_raises, taken_earlier,
+    LEAVES, Handler, catcher_of, describe_handler, failure_names, forces_give_up, retried_error, sent_elsewhere, status_raises, taken_earlier,
 )
 from .switches import exits_first_by_default, truth_by_default
 from .flow import body_exits, exits_in, guard_exits, in_handler, rest_after, status_branch, status_outcomes
@@ -210,6 +210,7 @@ def extract_loop(loop: cst.CSTNode, ctx: ModuleContext) -> Optional[RetryPolicy]
     # A failure path that changes what the next pass sends (or where) searches or repairs.
     all_counters = {**iteration.counters, **counted}
     retry_trys = [t for t in (_same_operation_again(t, loop, ctx, writes, all_counters) for t in retry_trys) if t.retrying]
+    retry_trys = [t for t in retry_trys if not _converted_before_the_handlers(t, ctx)]
     status = _status_site(loop, ctx, writes)
     if status is not None and any(ctx.is_inside(status.test, t.node.body) and forces_give_up(status.test, t.node)
                                   for t in retry_trys):
@@ -2180,6 +2181,28 @@ def _hidden_wait(analysis: TryAnalysis, handler: Handler, ctx: ModuleContext, sk
         if names and delegates_failure(node, names, ctx) and not _cannot_wait(node, ctx):
             return True
     return False
+
+
+def _converted_before_the_handlers(analysis: TryAnalysis, ctx: ModuleContext) -> bool:
+    """esdk-obs's ``_get_temporary_aksk``: the attempt calls ``_do_temporary_aksk_request``, which
+    turns every failure into ``TemporaryAKSKException``; the loop's first handler re-raises that
+    class, so the ``except Exception: sleep(...)`` below it never runs: no retry can happen."""
+    operation = analysis.operation
+    calls = [n for n in walk(analysis.node.body, skip=DEFERRED) if isinstance(n, cst.Call)]
+    if operation is None or calls != [operation]:
+        return False  # other work in the attempt may fail with anything
+    callee = ctx.program_callee(operation)
+    found = ctx.program.converts(*callee) if callee is not None else None
+    if found is None:
+        return False
+    escapes, facts, _ = found
+    caught = [h.names if not h.catch_all else ("Exception",) for h in analysis.handlers]
+    retrying = {id(h) for h in analysis.retrying}
+    for error in escapes:
+        index = catcher_of(error, caught, ctx, facts)
+        if index is None or index != LEAVES and id(analysis.handlers[index]) in retrying:
+            return False
+    return True
 
 
 def _goes_round_on_its_own(sleep: cst.Call, attempt: cst.Try, ctx: ModuleContext) -> bool:

@@ -323,3 +323,23 @@ def test_findings_are_reported_on_the_configuring_call():
 def test_noqa_on_the_decorator_suppresses():
     code = "from tenacity import retry\n@retry  # noqa: RTY102, RTY201, RTY301\ndef f(): ...\n"
     assert check_source(code, "case.py", settings_with(ALL)).findings == []
+
+
+@pytest.mark.parametrize("attempts", [3, 4, 6])
+def test_a_floored_tenacity_schedule_matches_tenacity_itself(attempts):
+    """``wait_exponential(multiplier=1, min=4, max=10)``: the delays retrylint reads for the
+    retries a ``stop_after_attempt`` allows are the ones the installed tenacity computes."""
+    import tenacity
+    from retrylint.schedule import nominal_delay
+
+    wait = tenacity.wait_exponential(multiplier=1, min=4, max=10)
+    real = [float(wait(type("State", (), {"attempt_number": n})())) for n in range(1, attempts)]
+    code = ("from tenacity import retry, stop_after_attempt, wait_exponential\n"
+            f"@retry(stop=stop_after_attempt({attempts}), wait=wait_exponential(multiplier=1, min=4, max=10))\n"
+            "def f(): ...\n")
+    (policy,) = check_source(code, "case.py", settings_with(ALL), want_policies=True).policies
+    read = [float(nominal_delay(policy.delay, k)) for k in range(1, attempts)]
+    if len(set(real)) == 1:
+        assert read == real  # every retry waits the floor: a fixed delay
+    else:
+        assert read[-1] >= real[-1] > real[0]  # it grows past the floor: read as exponential

@@ -1013,3 +1013,70 @@ def test_a_failure_handed_to_bookkeeping_in_another_module_adds_no_wait(project,
                   .replace("import requests", "import time\nimport requests"))
     code, out, _ = run("check", "--no-cache", "pkg")
     assert "RTY201" not in out
+
+
+# ---------------------------------------------------------------- failures converted before the handlers
+
+CONVERTING_CLIENT = """
+import time
+
+
+class TokenError(Exception):
+    pass
+
+
+class Provider:
+    def _request_token(self, conn, body):
+        try:
+            conn.request("POST", "/v3/tokens", body)
+            return conn.getresponse().read()
+        except TokenError:
+            raise
+        except Exception as e:
+            raise {converted}(str(e))
+
+    def token(self, conn, body):
+        for attempt in range(5):
+            try:
+                return self._request_token(conn, body)
+            except TokenError:
+                raise
+            except Exception:
+                time.sleep(2 ** attempt)
+"""
+
+
+def test_a_loop_whose_attempt_converts_every_failure_into_what_it_reraises_never_retries():
+    """esdk-obs's ``_get_temporary_aksk``: ``_do_temporary_aksk_request`` turns every failure into
+    ``TemporaryAKSKException``, and the loop re-raises that class before its ``except Exception``
+    backs off: the backoff never runs, no retry is reported. When the helper converts failures
+    into a ``RuntimeError`` instead, the catch-all below does retry them (RTY203)."""
+    assert not {f.code for f in _findings(CONVERTING_CLIENT.replace("{converted}", "TokenError"))}
+    assert "RTY203" in {f.code for f in _findings(CONVERTING_CLIENT.replace("{converted}", "RuntimeError"))}
+
+
+CONVERTING_DECORATED = """
+import requests
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
+
+
+class UploadError({base}):
+    pass
+
+
+@retry(stop=stop_after_attempt(5), wait=wait_fixed(2),
+       retry=retry_if_exception_type((requests.exceptions.Timeout, ConnectionError)))
+def upload(url, data):
+    try:
+        return requests.put(url, data=data, timeout=10)
+    except Exception as e:
+        raise UploadError(str(e)) from e
+"""
+
+
+def test_a_retry_decorator_on_a_function_that_lets_out_only_other_errors_never_retries():
+    """dashscope's OSS upload: the decorated function turns every failure into its own error,
+    which is not one of the classes ``retry_if_exception_type`` names: tenacity never retries.
+    When that error derives from ``ConnectionError``, the decorator retries it every 2 s (RTY202)."""
+    assert not {f.code for f in _findings(CONVERTING_DECORATED.replace("{base}", "RuntimeError"))}
+    assert "RTY202" in {f.code for f in _findings(CONVERTING_DECORATED.replace("{base}", "ConnectionError"))}

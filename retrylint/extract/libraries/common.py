@@ -209,6 +209,25 @@ def wraps_a_generator(node: cst.CSTNode, ctx: ModuleContext) -> bool:
     return any(isinstance(n, (cst.Yield)) for n in walk(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)))
 
 
+def retries_nothing_it_lets_out(policy: RetryPolicy, ctx: ModuleContext) -> bool:
+    """dashscope's ``@retry(retry=retry_if_exception_type((ConnectionError, Timeout, …)))`` on
+    ``_sync_upload_to_oss``, which turns every failure into ``RuntimeErrorWithCode`` (or lets its
+    own ``OSSUploadError`` out): no error the function can raise is one the decorator retries,
+    so it never retries (read from the program view's :func:`~retrylint.program._converted_errors`)."""
+    function = decorated(policy.anchor, ctx) if policy.anchor is not None else None
+    if function is None or not policy.errors or any(e.kind is not CatchKind.NAMED for e in policy.errors):
+        return False
+    owner = ctx.enclosing_class(function)
+    found = ctx.program.converts(function.name.value, "self" if owner else None, owner)
+    if found is None:
+        return False
+    escapes, facts, _ = found
+    from ..errors import LEAVES, catcher_of
+
+    caught = [tuple(e.names) for e in policy.errors]
+    return all(catcher_of(error, caught, ctx, facts) == LEAVES for error in escapes)
+
+
 def build(
     source: str,
     node: cst.CSTNode,
