@@ -200,6 +200,10 @@ def find_sleepers(module: cst.Module) -> Dict[str, Optional[cst.BaseExpression]]
                     waits.append(node)
         if not waits:
             return False, None
+        looped = {id(n) for loop in walk(func.body, skip=DEFERRED) if isinstance(loop, (cst.For, cst.While))
+                  for n in walk(loop, skip=DEFERRED)}
+        if any(id(node) in looped for node in waits):
+            return True, None  # aioapns's ``acquire``: sleeps in a loop until a connection is free, for how long is unknown
         delays = set()
         for node in waits:
             # ``time.sleep(3)``/``sleep(3)``: one literal argument, no keywords

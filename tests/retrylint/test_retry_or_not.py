@@ -4082,6 +4082,42 @@ def test_a_classifier_that_sleeps_one_literal_before_answering_sets_the_delay(fl
     assert not {"RTY201", "RTY202", "RTY203"} & set(_codes(mixed, flavour))
 
 
+POOL_THAT_WAITS_FOR_A_FREE_CONNECTION = """
+    import asyncio
+
+    class Pool:
+        async def acquire(self):
+            while True:
+                for connection in self.connections:
+                    if not connection.is_busy:
+                        return connection
+                await asyncio.sleep(0.01)
+
+        async def send(self, request):
+            attempts = 0
+            while attempts < 5:
+                attempts += 1
+                try:
+                    connection = await self.acquire()
+                except ConnectionError:
+                    await asyncio.sleep(1)
+                    continue
+                try:
+                    return await connection.send(request)
+                except ConnectionResetError:
+                    connection.close()
+                except ConnectionRefusedError:
+                    await asyncio.sleep(1)
+"""
+
+
+def test_a_helper_that_sleeps_in_a_loop_is_no_fixed_delay_of_the_retry():
+    """aioapns's pool: ``acquire()`` sleeps 0.01 s in a loop until a connection is free, for as
+    long as that takes; it is not a 0.01 s delay before each retry. The reset connection is sent
+    again at once while a refused connection waits 1 s: RTY201 for the reset, as before."""
+    assert "RTY201" in _codes(POOL_THAT_WAITS_FOR_A_FREE_CONNECTION, SYNC)
+
+
 RECONNECT_UNTIL_CONNECTED = """
     class NetworkError(Exception):
         pass
