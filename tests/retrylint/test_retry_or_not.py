@@ -4191,3 +4191,15 @@ def test_builtin_pow_grows_the_delay_like_the_power_operator(flavour):
     assert "RTY203" in _codes(growing, flavour)
     fixed = CAPPED_RETRY_COUNT.replace("{last}", "min(num_retries, 6)").replace("2 ** try_count", "pow(2, 3)")
     assert "RTY202" in _codes(fixed, flavour) and "RTY203" not in _codes(fixed, flavour)
+
+
+def test_a_wait_on_entry_sees_the_counter_the_call_made_again_passes():
+    """routingpy's ``_request(..., retry_counter + 1)`` waits ``1.5 ** (retry_counter - 1)``
+    (jittered by half) on entry: the first retry runs with ``retry_counter == 1`` and waits
+    about 1 s, not 1.5 ** -1 s: the schedule ``explain`` shows starts where the code starts."""
+    from retrylint.schedule import nominal_delay
+
+    source = "import asyncio, time, random, errno, os, socket\n" + textwrap.dedent(
+        COUNTER_GUARDED_ENTRY_WAIT.replace("{guard}", "retry_counter > 0")).format(**SYNC)
+    (policy,) = check_source(source, "case.py", settings_with(CODES), want_policies=True).policies
+    assert [round(float(nominal_delay(policy.delay, k)), 3) for k in (1, 2, 3)] == [1.0, 1.5, 2.25]
