@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from .classifiers import Classifier, read_classifier
 from .model import TASK_QUEUE_SOURCES
-from .summaries import self_attributes_cleared, status_raise_kind, unique_nested_functions
+from .summaries import CATCH_ALL, self_attributes_cleared, status_raise_kind, unique_nested_functions
 from .syntax import ast_dotted_name as _dotted
 
 if TYPE_CHECKING:
@@ -372,6 +372,7 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
             _note_wrapper(facts, statement.name, statement, method=False)
             _note_classifier(facts, statement.name, statement, method=False)
             _note_status_raiser(facts, statement.name, statement)
+            _note_converts(facts, statement.name, statement)
             _note_policy_factory(facts, statement)
         elif isinstance(statement, ast.ClassDef):
             for member in statement.body:
@@ -382,6 +383,7 @@ def module_facts(tree: ast.Module, path: str, package: str) -> ModuleFacts:
                     _note_classifier(facts, f"{statement.name}.{member.name}", member,
                                      method=not _is_static(member))
                     _note_status_raiser(facts, f"{statement.name}.{member.name}", member)
+                    _note_converts(facts, f"{statement.name}.{member.name}", member)
     _note_nested_classifiers(tree, facts)
     _note_quiet(tree, facts)
     return facts
@@ -455,15 +457,17 @@ def _note_quiet(tree: ast.Module, facts: ModuleFacts) -> None:
     for key, (func, _) in bodies.items():
         if quiet(key, 0):
             facts.quiet[key] = func.lineno  # type: ignore[attr-defined]
-        escapes = _converted_errors(func)
-        if escapes:
-            facts.converts[key] = (escapes, func.lineno)  # type: ignore[attr-defined]
 
 
-_CATCH_ALL = frozenset({"Exception", "BaseException"})
 #: Builtin exception classes by name, to read ``issubclass`` among them.
-_BUILTIN_EXCEPTIONS = {name: value for name, value in vars(__import__("builtins")).items()
-                       if isinstance(value, type) and issubclass(value, BaseException)}
+BUILTIN_EXCEPTIONS = {name: value for name, value in vars(__import__("builtins")).items()
+                      if isinstance(value, type) and issubclass(value, BaseException)}
+
+
+def _note_converts(facts: ModuleFacts, key: str, func: ast.AST) -> None:
+    escapes = _converted_errors(func)
+    if escapes:
+        facts.converts[key] = (escapes, func.lineno)  # type: ignore[attr-defined]
 
 
 def _converted_errors(func: ast.AST) -> Tuple[str, ...]:
@@ -491,13 +495,13 @@ def _converted_errors(func: ast.AST) -> Tuple[str, ...]:
     for handler in attempt.handlers:
         caught = [_dotted(t) for t in (handler.type.elts if isinstance(handler.type, ast.Tuple) else
                                        [handler.type] if handler.type is not None else [])]
-        if handler.type is None or any((c or "").rsplit(".", 1)[-1] in _CATCH_ALL for c in caught):
+        if handler.type is None or any((c or "").rsplit(".", 1)[-1] in CATCH_ALL for c in caught):
             catch_all = True
         last = handler.body[-1] if handler.body else None
         if not isinstance(last, ast.Raise) or any(isinstance(n, ast.Raise) for st in handler.body[:-1] for n in ast.walk(st)):
             return ()
         if last.exc is None:
-            if handler.type is None or not caught or any(c is None or c.rsplit(".", 1)[-1] in _CATCH_ALL for c in caught):
+            if handler.type is None or not caught or any(c is None or c.rsplit(".", 1)[-1] in CATCH_ALL for c in caught):
                 return ()  # re-raising everything it caught: anything may leave
             escapes += [c for c in caught if c]
             continue
@@ -1451,7 +1455,7 @@ class Program:
         base is not readable (a library's class, several bases)."""
         facts = facts or self.own()
         last = name.rsplit(".", 1)[-1]
-        if last in _BUILTIN_EXCEPTIONS:
+        if last in BUILTIN_EXCEPTIONS:
             return (last,)
         found = self._class_of(facts, name)
         if found is None or hops <= 0:

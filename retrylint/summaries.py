@@ -180,7 +180,8 @@ def _asks_a_person(func: ast.AST) -> bool:
     return False
 
 
-_CATCH_ALL_NAMES = frozenset({"Exception", "BaseException"})
+#: ``except Exception`` / ``except BaseException``: a handler that catches everything.
+CATCH_ALL = frozenset({"Exception", "BaseException"})
 
 
 def _answers_failures(func: ast.AST) -> bool:
@@ -189,7 +190,7 @@ def _answers_failures(func: ast.AST) -> bool:
             continue
         for handler in node.handlers:
             caught = handler.type
-            if not (caught is None or isinstance(caught, ast.Name) and caught.id in _CATCH_ALL_NAMES) or not handler.name:
+            if not (caught is None or isinstance(caught, ast.Name) and caught.id in CATCH_ALL) or not handler.name:
                 continue
             inside = [n for s in handler.body for n in _own_nodes(s)]
             reads_failure = any(isinstance(n, ast.Name) and n.id == handler.name for n in inside)

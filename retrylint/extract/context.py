@@ -59,13 +59,14 @@ def _from_recursion(exc: BaseException) -> bool:
 class ModuleContext:
     """libcst metadata for one module, resolved once and shared by every extractor."""
 
-    def __init__(self, module: cst.Module, path: str, settings: Settings, sleepers: "Mapping[str, Optional[cst.BaseExpression]] | FrozenSet[str]" = frozenset(),
+    def __init__(self, module: cst.Module, path: str, settings: Settings, sleepers: Optional[Mapping[str, Optional[cst.BaseExpression]]] = None,
                  summaries: Summaries = Summaries.EMPTY, program: Optional[Program] = None) -> None:
         self.module = module
         self.path = path
         self.settings = settings
-        #: Functions and methods of the (whole, un-narrowed) module whose body waits.
-        self.sleepers = sleepers
+        #: Functions and methods of the (whole, un-narrowed) module whose body waits, each with
+        #: the one literal every wait of it sleeps, if there is one (:func:`.waits.find_sleepers`).
+        self.sleepers = sleepers if sleepers is not None else {}
         #: What the module's own helpers do (read from the whole file before narrowing).
         self.summaries = summaries
         #: Values read away from their use (``self.delay`` set in ``__init__``, imported constants).

@@ -9,12 +9,12 @@ from typing import List, Optional, Sequence, Tuple
 import libcst as cst
 
 from ..model import CatchKind, Location, RetriedError
+from ..program import BUILTIN_EXCEPTIONS
 from ..syntax import DEFERRED, EXITS, RAISE, dotted_name, if_branches, last_name, outcomes, statements, walk, walk_local
-from ..summaries import NOT_YET_ERRNO
+from ..summaries import CATCH_ALL, NOT_YET_ERRNO
 from .context import ModuleContext
 from .status import HTTP_ERROR_BASES, HTTP_STATUS_EXCEPTIONS, status_range, status_set
 
-CATCH_ALL = frozenset({"Exception", "BaseException"})
 
 #: Exceptions that mean "not yet" or "interrupted", not "failed": loops that go
 #: round again on them are polling or EINTR handling, which is correct.
@@ -594,13 +594,9 @@ def catcher_of(error: str, caught: Sequence[Tuple[str, ...]], ctx: ModuleContext
             return None  # ``except ClientError`` may be a base of an error whose bases we cannot read
         if lasts & set(chain):
             return index
-        builtin = _BUILTIN_EXCEPTION_TYPES.get(chain[-1])
+        builtin = BUILTIN_EXCEPTIONS.get(chain[-1])
         for name in lasts:
-            other = _BUILTIN_EXCEPTION_TYPES.get(name)
+            other = BUILTIN_EXCEPTIONS.get(name)
             if other is not None and builtin is not None and issubclass(builtin, other):
                 return index
     return LEAVES
-
-
-_BUILTIN_EXCEPTION_TYPES = {name: value for name, value in vars(__import__("builtins")).items()
-                            if isinstance(value, type) and issubclass(value, BaseException)}

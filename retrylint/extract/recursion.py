@@ -272,14 +272,16 @@ def extract_recursion(func: cst.FunctionDef, ctx: ModuleContext) -> Optional[Ret
     sleeps += on_entry
     if sleeps:
         # Every local of the function is computed again on each attempt, like a loop's body.
-        delay_env = DelayEnv(ctx, counters=dict(counters), loop_writes=ctx.writes_in(func.body))
+        writes = ctx.writes_in(func.body)
+        delay_env = DelayEnv(ctx, counters=dict(counters), loop_writes=writes)
         # A wait on entry runs in the call made again, which already holds the stepped counter
         # (``retry_counter + 1``): its first retry sees ``init + step``.
         entry_env = DelayEnv(ctx, counters={
             name: replace(info, init=float(info.init) + float(info.step))  # type: ignore[arg-type]
             if known(info.init) and known(info.step) else info for name, info in counters.items()
-        }, loop_writes=ctx.writes_in(func.body))
-        delays = [(classify(s.delay, entry_env if any(s is e for e in on_entry) else delay_env), s) for s in sleeps]
+        }, loop_writes=writes)
+        entering = {id(s) for s in on_entry}
+        delays = [(classify(s.delay, entry_env if id(s) in entering else delay_env), s) for s in sleeps]
         delay, chosen = combine_delays(delays)
         delay_location = ctx.location(chosen.call) if chosen is not None else None
     else:

@@ -114,10 +114,11 @@ def sleep_of(call: cst.Call, ctx: ModuleContext) -> Optional[Sleep]:
         if _GETTER.search(name):
             return None  # ``self._get_max_wait()``, ``wait_get_result()``: it returns a value
         return Sleep(call, None, "named")
-    if _calls_a_sleeper(call, ctx):
+    sleeper = _sleeper_called(call, ctx)
+    if sleeper is not None:
         # ``if self._check_exception(ex): continue`` whose body sleeps ``time.sleep(3)`` before
         # answering: that literal is the wait (f5-sdk); anything else waits an unknown time
-        return Sleep(call, _sleeper_delay(call, ctx), "helper")
+        return Sleep(call, ctx.sleepers[sleeper], "helper")
     return None
 
 
@@ -157,28 +158,20 @@ def _is_event(receiver: cst.BaseExpression, ctx: ModuleContext) -> bool:
     return False
 
 
-def _calls_a_sleeper(call: cst.Call, ctx: ModuleContext) -> bool:
-    """``self._select_next_server()`` or ``helper()`` defined in this module, whose body sleeps."""
+def _sleeper_called(call: cst.Call, ctx: ModuleContext) -> Optional[str]:
+    """``self._select_next_server()`` or ``helper()`` defined in this module, whose body sleeps:
+    its key in ``ctx.sleepers`` (``name`` or ``Class.name``), else None."""
     sleepers = ctx.sleepers
     if not sleepers:
-        return False
+        return None
     func = call.func
-    if isinstance(func, cst.Name):
-        return func.value in sleepers
-    if isinstance(func, cst.Attribute) and dotted_name(func.value) in ("self", "cls"):
-        owner = ctx.enclosing_class(call)
-        return owner is not None and f"{owner}.{func.attr.value}" in sleepers
-    return False
-
-
-def _sleeper_delay(call: cst.Call, ctx: ModuleContext) -> Optional[cst.BaseExpression]:
-    func = call.func
+    key = None
     if isinstance(func, cst.Name):
         key = func.value
-    else:
+    elif isinstance(func, cst.Attribute) and dotted_name(func.value) in ("self", "cls"):
         owner = ctx.enclosing_class(call)
-        key = f"{owner}.{func.attr.value}" if isinstance(func, cst.Attribute) else ""
-    return ctx.sleepers.get(key) if isinstance(ctx.sleepers, dict) else None
+        key = f"{owner}.{func.attr.value}" if owner is not None else None
+    return key if key in sleepers else None
 
 
 def find_sleepers(module: cst.Module) -> Dict[str, Optional[cst.BaseExpression]]:

@@ -18,7 +18,7 @@ from ...narrowing import Words
 from ...syntax import call_args, dotted_name, number, unwrap_await, walk
 from ..context import ModuleContext
 from ..delays import DelayEnv, shape_of
-from ..errors import CATCH_ALL, exception_names
+from ..errors import CATCH_ALL, LEAVES, catcher_of, exception_names
 from ..status import HTTP_STATUS_EXCEPTIONS
 
 _SECONDS = {"days": 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds": 1.0, "milliseconds": 0.001,
@@ -206,7 +206,7 @@ def wraps_a_generator(node: cst.CSTNode, ctx: ModuleContext) -> bool:
     function = decorated(node, ctx)
     if function is None:
         return False
-    return any(isinstance(n, (cst.Yield)) for n in walk(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)))
+    return any(isinstance(n, cst.Yield) for n in walk(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)))
 
 
 def retries_nothing_it_lets_out(policy: RetryPolicy, ctx: ModuleContext) -> bool:
@@ -222,8 +222,6 @@ def retries_nothing_it_lets_out(policy: RetryPolicy, ctx: ModuleContext) -> bool
     if found is None:
         return False
     escapes, facts, _ = found
-    from ..errors import LEAVES, catcher_of
-
     caught = [tuple(e.names) for e in policy.errors]
     return all(catcher_of(error, caught, ctx, facts) == LEAVES for error in escapes)
 
